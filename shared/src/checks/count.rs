@@ -1,0 +1,397 @@
+//! Counting `schema_compliance` checks: one per assertion keyword applied at each instance
+//! location (SERVICE.md §4). Applicators (`properties`, `items`, `allOf`, `$ref`, …) are
+//! followed, not counted; composites whose branches depend on validity (`anyOf`, `oneOf`,
+//! `not`, `if`/`then`/`else`, `contains`, `patternProperties`, `unevaluated*`) count as one
+//! check each. Bounded: cycles stop, and at most [`MAX_VISITS`] schema nodes are visited.
+
+use crate::path::Location;
+use jsonschema::Draft;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+
+/// Most schema nodes visited while counting one instance.
+pub const MAX_VISITS: usize = 100_000;
+
+/// Where `$id`s and anchors live in a schema, as JSON Pointers (built once per schema).
+pub struct SchemaIndex {
+    ids: HashMap<String, String>,
+    anchors: HashMap<String, String>,
+    draft: Draft,
+    formats: bool,
+}
+
+impl SchemaIndex {
+    /// Index a schema's `$id`s and anchors.
+    pub fn build(schema: &Value, draft: Draft, formats: bool) -> Self {
+        let mut index = SchemaIndex {
+            ids: HashMap::new(),
+            anchors: HashMap::new(),
+            draft,
+            formats,
+        };
+        index.scan(schema, String::new(), 0);
+        index
+    }
+
+    fn scan(&mut self, node: &Value, pointer: String, depth: usize) {
+        if depth > 64 {
+            return;
+        }
+        match node {
+            Value::Object(map) => {
+                let id_key = if self.draft == Draft::Draft4 { "id" } else { "$id" };
+                if let Some(Value::String(id)) = map.get(id_key) {
+                    if let Some(anchor) = id.strip_prefix('#') {
+                        self.anchors.entry(anchor.to_owned()).or_insert_with(|| pointer.clone());
+                    } else {
+                        let base = id.split('#').next().unwrap_or(id).to_owned();
+                        self.ids.entry(base).or_insert_with(|| pointer.clone());
+                    }
+                }
+                for key in ["$anchor", "$dynamicAnchor"] {
+                    if let Some(Value::String(a)) = map.get(key) {
+                        self.anchors.entry(a.clone()).or_insert_with(|| pointer.clone());
+                    }
+                }
+                for (k, v) in map {
+                    if k == "enum" || k == "const" {
+                        continue;
+                    }
+                    let child = format!("{pointer}/{}", k.replace('~', "~0").replace('/', "~1"));
+                    self.scan(v, child, depth + 1);
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    self.scan(v, format!("{pointer}/{i}"), depth + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn resolve<'s>(&self, root: &'s Value, reference: &str) -> Option<&'s Value> {
+        let (base, fragment) = match reference.split_once('#') {
+            Some((b, f)) => (b, f),
+            None => (reference, ""),
+        };
+        let start = if base.is_empty() {
+            root
+        } else {
+            let pointer = self.ids.get(base).or_else(|| {
+                self.ids
+                    .iter()
+                    .find(|(id, _)| id.ends_with(&format!("/{base}")))
+                    .map(|(_, p)| p)
+            })?;
+            root.pointer(pointer)?
+        };
+        if fragment.is_empty() {
+            Some(start)
+        } else if fragment.starts_with('/') {
+            start.pointer(&percent_decode(fragment))
+        } else {
+            root.pointer(self.anchors.get(fragment)?)
+        }
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    if !s.contains('%') {
+        return s.to_owned();
+    }
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+            if let Some(b) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// What counting found.
+pub struct Counted {
+    /// Assertion checks applied.
+    pub checks: usize,
+    /// Required string properties whose value is blank.
+    pub blank_required: Vec<Location>,
+}
+
+/// Count the checks `schema` applies to `instance`.
+pub fn count_checks(schema: &Value, index: &SchemaIndex, instance: &Value, want_blank: bool) -> Counted {
+    let mut walker = Walker {
+        root: schema,
+        index,
+        visits: 0,
+        stack: Vec::new(),
+        path: Vec::new(),
+        want_blank,
+        blank: Vec::new(),
+        checks: 0,
+    };
+    walker.node(schema, instance);
+    Counted {
+        checks: walker.checks,
+        blank_required: walker.blank,
+    }
+}
+
+enum Seg<'i> {
+    Key(&'i str),
+    Index(usize),
+}
+
+struct Walker<'s, 'i> {
+    root: &'s Value,
+    index: &'s SchemaIndex,
+    visits: usize,
+    stack: Vec<(*const Value, *const Value)>,
+    path: Vec<Seg<'i>>,
+    want_blank: bool,
+    blank: Vec<Location>,
+    checks: usize,
+}
+
+impl<'s, 'i> Walker<'s, 'i> {
+    fn node(&mut self, schema: &'s Value, instance: &'i Value) {
+        self.visits += 1;
+        if self.visits > MAX_VISITS {
+            return;
+        }
+        let map = match schema {
+            Value::Bool(false) => {
+                self.checks += 1;
+                return;
+            }
+            Value::Object(map) => map,
+            _ => return,
+        };
+        let key = (schema as *const Value, instance as *const Value);
+        if self.stack.contains(&key) {
+            return;
+        }
+        self.stack.push(key);
+        self.object(map, instance);
+        self.stack.pop();
+    }
+
+    fn reference(&mut self, reference: &Value, instance: &'i Value) {
+        let target = reference.as_str().and_then(|r| self.index.resolve(self.root, r));
+        match target {
+            Some(t) => self.node(t, instance),
+            None => self.checks += 1,
+        }
+    }
+
+    fn object(&mut self, map: &'s Map<String, Value>, instance: &'i Value) {
+        let legacy = matches!(self.index.draft, Draft::Draft4 | Draft::Draft6 | Draft::Draft7);
+        if let Some(r) = map.get("$ref") {
+            self.reference(r, instance);
+            if legacy {
+                return; // siblings of $ref are ignored before 2019-09
+            }
+        }
+        for key in ["$dynamicRef", "$recursiveRef"] {
+            if let Some(r) = map.get(key) {
+                let anchor = r.as_str().map(|s| s.trim_start_matches('#'));
+                let target = match anchor {
+                    Some("") | None => Some(self.root),
+                    Some(a) => self.index.resolve(self.root, &format!("#{a}")),
+                };
+                match target {
+                    Some(t) => self.node(t, instance),
+                    None => self.checks += 1,
+                }
+            }
+        }
+        for key in ["type", "enum", "const"] {
+            if map.contains_key(key) {
+                self.checks += 1;
+            }
+        }
+        for key in ["anyOf", "oneOf", "not"] {
+            if map.contains_key(key) {
+                self.checks += 1;
+            }
+        }
+        if map.contains_key("if") && (map.contains_key("then") || map.contains_key("else")) {
+            self.checks += 1;
+        }
+        if let Some(Value::Array(all)) = map.get("allOf") {
+            for sub in all {
+                self.node(sub, instance);
+            }
+        }
+        match instance {
+            Value::Number(_) => self.number(map),
+            Value::String(s) => self.string(map, s),
+            Value::Array(items) => self.array(map, items),
+            Value::Object(obj) => self.properties(map, instance, obj),
+            _ => {}
+        }
+    }
+
+    fn number(&mut self, map: &Map<String, Value>) {
+        for key in ["minimum", "maximum", "multipleOf"] {
+            if map.contains_key(key) {
+                self.checks += 1;
+            }
+        }
+        for key in ["exclusiveMinimum", "exclusiveMaximum"] {
+            // Draft 4's boolean form modifies minimum/maximum and is not a check of its own.
+            if map.get(key).is_some_and(Value::is_number) {
+                self.checks += 1;
+            }
+        }
+    }
+
+    fn string(&mut self, map: &Map<String, Value>, _s: &str) {
+        for key in ["minLength", "maxLength", "pattern"] {
+            if map.contains_key(key) {
+                self.checks += 1;
+            }
+        }
+        if self.index.formats && map.contains_key("format") {
+            self.checks += 1;
+        }
+    }
+
+    fn array(&mut self, map: &'s Map<String, Value>, items: &'i [Value]) {
+        for key in ["minItems", "maxItems", "uniqueItems", "contains", "unevaluatedItems"] {
+            if map.contains_key(key) {
+                self.checks += 1;
+            }
+        }
+        let mut first_rest = 0;
+        let tuple = match (map.get("prefixItems"), map.get("items")) {
+            (Some(Value::Array(prefix)), _) => Some(prefix),
+            (None, Some(Value::Array(prefix))) => Some(prefix),
+            _ => None,
+        };
+        if let Some(prefix) = tuple {
+            for (i, (sub, item)) in prefix.iter().zip(items).enumerate() {
+                self.path.push(Seg::Index(i));
+                self.node(sub, item);
+                self.path.pop();
+            }
+            first_rest = prefix.len();
+        }
+        let rest = match (map.get("prefixItems"), map.get("items")) {
+            (Some(_), Some(items)) => Some(items),
+            (None, Some(Value::Array(_))) => map.get("additionalItems"),
+            (None, Some(items)) => Some(items),
+            _ => None,
+        };
+        if let Some(sub) = rest {
+            for (i, item) in items.iter().enumerate().skip(first_rest) {
+                self.path.push(Seg::Index(i));
+                self.node(sub, item);
+                self.path.pop();
+            }
+        }
+    }
+
+    fn properties(&mut self, map: &'s Map<String, Value>, instance: &'i Value, obj: &'i Map<String, Value>) {
+        for key in ["minProperties", "maxProperties", "unevaluatedProperties"] {
+            if map.contains_key(key) {
+                self.checks += 1;
+            }
+        }
+        if let Some(Value::Array(required)) = map.get("required") {
+            if !required.is_empty() {
+                self.checks += 1;
+                if self.want_blank {
+                    for name in required.iter().filter_map(Value::as_str) {
+                        if let Some(Value::String(s)) = obj.get(name) {
+                            if s.trim().is_empty() {
+                                self.blank.push(self.location().key(name));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for key in ["dependentRequired", "dependencies", "dependentSchemas"] {
+            if let Some(Value::Object(deps)) = map.get(key) {
+                for (name, dep) in deps {
+                    if !obj.contains_key(name) {
+                        continue;
+                    }
+                    match dep {
+                        Value::Array(_) => self.checks += 1,
+                        sub => self.node(sub, instance),
+                    }
+                }
+            }
+        }
+        let declared = map.get("properties").and_then(Value::as_object);
+        if let Some(props) = declared {
+            for (name, sub) in props {
+                if let Some((key, value)) = obj.get_key_value(name) {
+                    self.path.push(Seg::Key(key));
+                    self.node(sub, value);
+                    self.path.pop();
+                }
+            }
+        }
+        let has_patterns = map.contains_key("patternProperties");
+        if has_patterns && !obj.is_empty() {
+            self.checks += 1;
+        }
+        match map.get("additionalProperties") {
+            Some(Value::Bool(false)) => self.checks += 1,
+            Some(sub @ Value::Object(_)) if has_patterns => {
+                let _ = sub;
+                self.checks += 1;
+            }
+            Some(sub @ Value::Object(_)) => {
+                for (key, value) in obj {
+                    if declared.is_some_and(|p| p.contains_key(key)) {
+                        continue;
+                    }
+                    self.path.push(Seg::Key(key));
+                    self.node(sub, value);
+                    self.path.pop();
+                }
+            }
+            _ => {}
+        }
+        if let Some(sub) = map.get("propertyNames") {
+            if !obj.is_empty() {
+                self.checks += count_names(sub, obj);
+            }
+        }
+    }
+
+    fn location(&self) -> Location {
+        let mut at = Location::default();
+        for seg in &self.path {
+            at = match seg {
+                Seg::Key(k) => at.key(k),
+                Seg::Index(i) => at.index(*i),
+            };
+        }
+        at
+    }
+}
+
+fn count_names(sub: &Value, obj: &Map<String, Value>) -> usize {
+    // Property names are strings: count the string assertions the sub-schema applies per key.
+    let Some(map) = sub.as_object() else {
+        return usize::from(sub == &Value::Bool(false)) * obj.len();
+    };
+    let per_key = ["type", "enum", "const", "minLength", "maxLength", "pattern", "format"]
+        .iter()
+        .filter(|k| map.contains_key(**k))
+        .count();
+    per_key * obj.len()
+}

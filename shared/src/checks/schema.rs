@@ -1,0 +1,295 @@
+//! Compiling the caller's JSON Schema (offline, linear-time regexes, draft chosen by `$schema`)
+//! and turning validation errors into report findings.
+
+use super::count::{SchemaIndex, count_checks};
+use super::{Finding, Severity, describe_value};
+use crate::path::Location;
+use jsonschema::error::ValidationErrorKind;
+use jsonschema::{Draft, PatternOptions, Retrieve, ValidationError, Validator};
+use serde_json::Value;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// A compiled schema, shared through the cache.
+pub struct CompiledSchema {
+    validator: Validator,
+    schema: Value,
+    index: SchemaIndex,
+    draft: Draft,
+}
+
+/// Why a schema cannot be used; never carries the schema's text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaError {
+    /// `$schema` names a meta-schema this service does not know.
+    #[error("names a meta-schema ($schema) this service does not support")]
+    UnknownDraft,
+    /// A `$ref` points outside the schema; nothing is fetched.
+    #[error("has a $ref to a remote or file resource, which is never fetched")]
+    ExternalRef,
+    /// A `$ref` that cannot be resolved inside the schema.
+    #[error("has a $ref that does not resolve inside the schema")]
+    UnresolvableRef,
+    /// A `pattern` the linear-time regex engine cannot compile.
+    #[error("has a pattern the linear-time regex engine cannot compile (lookaround and backreferences are not supported)")]
+    BadPattern,
+    /// The schema breaks its draft's meta-schema.
+    #[error("is not a valid JSON Schema for its draft ({0})")]
+    Invalid(String),
+}
+
+impl SchemaError {
+    /// What the caller should do.
+    pub fn fix(&self) -> &'static str {
+        match self {
+            SchemaError::UnknownDraft => "Omit $schema (draft 2020-12 is the default) or use draft 4, 6, 7, 2019-09 or 2020-12.",
+            SchemaError::ExternalRef => "Inline the referenced schema under $defs and point $ref at '#/$defs/...'.",
+            SchemaError::UnresolvableRef => "Point every $ref at a location inside the schema, such as '#/$defs/...'.",
+            SchemaError::BadPattern => "Rewrite the pattern without lookaround or backreferences.",
+            SchemaError::Invalid(_) => "Fix the schema so it validates against its draft's meta-schema.",
+        }
+    }
+}
+
+/// Compile options; the service uses the defaults (offline).
+#[derive(Clone, Default)]
+pub struct SchemaOptions {
+    /// Resources served from memory instead of refusing every external `$ref` (tests only).
+    pub retriever: Option<Arc<dyn Retrieve>>,
+    /// Force a draft instead of detecting it from `$schema`.
+    pub draft: Option<Draft>,
+    /// Force format assertion on or off (default: the draft's own rule).
+    pub validate_formats: Option<bool>,
+}
+
+/// Schema findings of one validation.
+pub struct SchemaOutcome {
+    /// How many assertion checks applied.
+    pub total: usize,
+    /// How many of them failed.
+    pub failed: usize,
+    /// One finding per validation error, sorted by location.
+    pub findings: Vec<Finding>,
+    /// Locations of required string properties that are blank (used by content checks).
+    pub blank_required: Vec<Location>,
+}
+
+impl CompiledSchema {
+    /// Compile a schema.
+    pub fn compile(schema: &Value, options: &SchemaOptions) -> Result<Self, SchemaError> {
+        let draft = match options.draft {
+            Some(d) => d,
+            None => match Draft::default().detect(schema) {
+                Draft::Unknown => return Err(SchemaError::UnknownDraft),
+                d => d,
+            },
+        };
+        let mut builder = jsonschema::options()
+            .with_draft(draft)
+            .with_pattern_options(PatternOptions::regex());
+        builder = match &options.retriever {
+            Some(r) => builder.with_retriever(ArcRetriever(r.clone())),
+            None => builder.offline(),
+        };
+        if let Some(v) = options.validate_formats {
+            builder = builder.should_validate_formats(v);
+        }
+        let validator = builder.build(schema).map_err(|e| classify_build_error(&e))?;
+        let formats = options.validate_formats.unwrap_or(matches!(
+            draft,
+            Draft::Draft4 | Draft::Draft6 | Draft::Draft7
+        ));
+        Ok(CompiledSchema {
+            index: SchemaIndex::build(schema, draft, formats),
+            validator,
+            schema: schema.clone(),
+            draft,
+        })
+    }
+
+    /// The draft in force.
+    pub fn draft(&self) -> Draft {
+        self.draft
+    }
+
+    /// Whether an instance is valid (fast path, no findings).
+    pub fn is_valid(&self, instance: &Value) -> bool {
+        self.validator.is_valid(instance)
+    }
+
+    /// Validate an instance: count the checks, collect every error as a finding.
+    pub fn check(&self, instance: &Value, want_blank_required: bool) -> SchemaOutcome {
+        let counted = count_checks(&self.schema, &self.index, instance, want_blank_required);
+        let mut findings = Vec::new();
+        let mut failed_keys = HashSet::new();
+        if !self.validator.is_valid(instance) {
+            let mut errors: Vec<ValidationError<'_>> = self.validator.iter_errors(instance).collect();
+            errors.sort_by(|a, b| {
+                (a.instance_path().as_str(), a.schema_path().as_str())
+                    .cmp(&(b.instance_path().as_str(), b.schema_path().as_str()))
+            });
+            for error in &errors {
+                failed_keys.insert((error.instance_path().as_str().to_owned(), collapse(error.evaluation_path().as_str())));
+                findings.push(finding_of(error, instance));
+            }
+        }
+        let failed = failed_keys.len();
+        SchemaOutcome {
+            total: counted.checks.max(failed),
+            failed,
+            findings,
+            blank_required: counted.blank_required,
+        }
+    }
+}
+
+/// Errors below a composite keyword (anyOf, oneOf, not, if/then/else, contains, …) count
+/// against that one composite check.
+fn collapse(evaluation_path: &str) -> String {
+    const OPAQUE: &[&str] = &[
+        "anyOf", "oneOf", "not", "if", "then", "else", "contains", "patternProperties",
+        "unevaluatedProperties", "unevaluatedItems",
+    ];
+    let mut out = String::new();
+    for seg in evaluation_path.split('/').filter(|s| !s.is_empty()) {
+        out.push('/');
+        if OPAQUE.contains(&seg) {
+            let seg = if seg == "then" || seg == "else" { "if" } else { seg };
+            out.push_str(seg);
+            return out;
+        }
+        out.push_str(seg);
+    }
+    out
+}
+
+struct ArcRetriever(Arc<dyn Retrieve>);
+
+impl Retrieve for ArcRetriever {
+    fn retrieve(
+        &self,
+        uri: &jsonschema::Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        self.0.retrieve(uri)
+    }
+}
+
+fn classify_build_error(e: &ValidationError<'_>) -> SchemaError {
+    match e.kind() {
+        ValidationErrorKind::Referencing(r) => {
+            let text = r.to_string();
+            if text.contains("Retrieval is disabled") || text.contains("retrieving it failed") {
+                SchemaError::ExternalRef
+            } else {
+                SchemaError::UnresolvableRef
+            }
+        }
+        ValidationErrorKind::Format { format } if format == "regex" => SchemaError::BadPattern,
+        kind => {
+            // Name the keyword of the meta-schema that failed and where, as a keyword name
+            // from the meta-schema only (never the schema's own values or property names).
+            let path = e.instance_path().as_str();
+            let last = path.rsplit('/').next().unwrap_or("");
+            if last == "pattern" || path.contains("/patternProperties") {
+                return SchemaError::BadPattern;
+            }
+            let keyword = if is_schema_keyword(last) { format!("the '{last}' keyword") } else { "a keyword".into() };
+            SchemaError::Invalid(format!("{keyword} breaks the meta-schema's '{}' rule", kind.keyword()))
+        }
+    }
+}
+
+fn is_schema_keyword(s: &str) -> bool {
+    const KEYWORDS: &[&str] = &[
+        "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
+        "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems", "minItems",
+        "uniqueItems", "maxContains", "minContains", "maxProperties", "minProperties", "required",
+        "dependentRequired", "properties", "patternProperties", "additionalProperties", "items",
+        "prefixItems", "additionalItems", "contains", "propertyNames", "allOf", "anyOf", "oneOf",
+        "not", "if", "then", "else", "$ref", "$defs", "definitions", "$id", "$schema", "$anchor",
+        "format", "dependencies", "dependentSchemas", "unevaluatedItems", "unevaluatedProperties",
+    ];
+    KEYWORDS.contains(&s)
+}
+
+/// Render a JSON Pointer into the instance as `$.a[0].b`, telling indexes from keys by the
+/// instance itself.
+pub fn render_pointer(pointer: &str, instance: &Value) -> String {
+    let mut at = Location::default();
+    let mut cur = Some(instance);
+    for raw in pointer.split('/').skip(1) {
+        let seg = raw.replace("~1", "/").replace("~0", "~");
+        match cur {
+            Some(Value::Array(items)) => {
+                let i = seg.parse::<usize>().unwrap_or(usize::MAX);
+                at = at.index(i);
+                cur = items.get(i);
+            }
+            Some(Value::Object(map)) => {
+                cur = map.get(&seg);
+                at = at.key(&seg);
+            }
+            _ => {
+                at = at.key(&seg);
+                cur = None;
+            }
+        }
+    }
+    at.render()
+}
+
+fn finding_of(error: &ValidationError<'_>, root: &Value) -> Finding {
+    let kind = error.kind();
+    let keyword = kind.keyword();
+    let instance = error.instance();
+    let found = describe_value(instance);
+    let (expected, found) = match kind {
+        ValidationErrorKind::Type { kind } => (format!("type {}", type_names(kind)), found),
+        ValidationErrorKind::Required { property } => (
+            format!("property {property} present"),
+            "missing".to_owned(),
+        ),
+        ValidationErrorKind::Enum { .. } => ("one of the enum values".to_owned(), found),
+        ValidationErrorKind::Constant { .. } => ("the const value".to_owned(), found),
+        ValidationErrorKind::Minimum { limit } => (format!(">= {limit}"), found),
+        ValidationErrorKind::Maximum { limit } => (format!("<= {limit}"), found),
+        ValidationErrorKind::ExclusiveMinimum { limit } => (format!("> {limit}"), found),
+        ValidationErrorKind::ExclusiveMaximum { limit } => (format!("< {limit}"), found),
+        ValidationErrorKind::MinLength { limit } => (format!("at least {limit} characters"), found),
+        ValidationErrorKind::MaxLength { limit } => (format!("at most {limit} characters"), found),
+        ValidationErrorKind::MinItems { limit } => (format!("at least {limit} items"), found),
+        ValidationErrorKind::MaxItems { limit } => (format!("at most {limit} items"), found),
+        ValidationErrorKind::Pattern { pattern } => (format!("a string matching {pattern}"), found),
+        ValidationErrorKind::Format { format } => (format!("a valid {format}"), found),
+        ValidationErrorKind::AdditionalProperties { .. } => {
+            ("no properties beyond those declared".to_owned(), found)
+        }
+        _ => (format!("valid under '{keyword}'"), found),
+    };
+    let path = render_pointer(error.instance_path().as_str(), root);
+    let short = path.strip_prefix("$.").unwrap_or(&path).to_owned();
+    let message = format!("schema:{keyword} at '{short}': {}", error.masked());
+    Finding {
+        check: format!("schema:{keyword}"),
+        source: "schema",
+        path,
+        field: short,
+        expected,
+        found,
+        detail: error.masked().to_string(),
+        message,
+        severity: Severity::Error,
+        blocking: true,
+    }
+}
+
+fn type_names(kind: &jsonschema::error::TypeKind) -> String {
+    match kind {
+        jsonschema::error::TypeKind::Single(t) => t.to_string(),
+        jsonschema::error::TypeKind::Multiple(set) => set
+            .iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join(" or "),
+    }
+}

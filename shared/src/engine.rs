@@ -1,0 +1,186 @@
+//! The verification pipeline: hashes, schema (through the compiled-schema cache), bounds,
+//! rules, content checks, report, signature, serialization.
+
+use crate::attest::{Attested, VERIFY_CONTEXT, attest};
+use crate::checks::schema::{CompiledSchema, SchemaOptions};
+use crate::checks::{Finding, bounds, content, rules};
+use crate::hashes::receipt_hashes;
+use crate::keys::SigningIdentity;
+use crate::report::{Details, Ratio, Summary, VerifyBlock, VerifyResponse, next_actions};
+use crate::request::{Detail, FieldProblem, InvalidRequest, VerifyRequest};
+use quick_cache::sync::Cache;
+use std::sync::Arc;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// The service's version, as receipts state it.
+pub const VERIFIER_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Engine settings.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Base URL of the service, used in the receipt's `verify` block.
+    pub public_url: String,
+    /// Longest list in a response (`errors`, `flags`, …); the rest is counted as omitted.
+    pub list_cap: usize,
+    /// Compiled schemas kept in memory.
+    pub cache_capacity: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            public_url: "http://127.0.0.1:8080".into(),
+            list_cap: 50,
+            cache_capacity: 1024,
+        }
+    }
+}
+
+/// A finished, signed verification.
+#[derive(Debug, Clone)]
+pub struct Verification {
+    /// The response body, serialized.
+    pub body: Vec<u8>,
+    /// Whether the result is `pass`.
+    pub passed: bool,
+    /// The `verification_id`.
+    pub verification_id: String,
+    /// The `verified_at` timestamp.
+    pub verified_at: String,
+}
+
+/// An internal failure that is not the caller's fault.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("the request is invalid")]
+    Invalid(#[from] InvalidRequest),
+    #[error("a value could not be canonicalized")]
+    Canonical(#[from] crate::canonical::CanonicalError),
+    #[error("the response could not be serialized")]
+    Serialize(#[from] serde_json::Error),
+}
+
+/// The verifier: configuration plus the compiled-schema cache.
+pub struct Engine {
+    config: EngineConfig,
+    cache: Cache<[u8; 32], Arc<CompiledSchema>>,
+    schema_options: SchemaOptions,
+}
+
+/// Format a time as RFC 3339 with microseconds and `+00:00`.
+pub fn rfc3339_micros(t: OffsetDateTime) -> String {
+    let t = t.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}+00:00",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.microsecond()
+    )
+}
+
+impl Engine {
+    /// A new engine.
+    pub fn new(config: EngineConfig) -> Self {
+        Self::with_schema_options(config, SchemaOptions::default())
+    }
+
+    /// A new engine with non-default schema options (tests serve remote schemas from memory).
+    pub fn with_schema_options(config: EngineConfig, schema_options: SchemaOptions) -> Self {
+        Engine {
+            cache: Cache::new(config.cache_capacity.max(1)),
+            config,
+            schema_options,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// The compiled schema for a canonical-form digest, compiling it on a miss.
+    pub fn compiled(&self, digest: [u8; 32], schema: &serde_json::Value) -> Result<Arc<CompiledSchema>, InvalidRequest> {
+        if let Some(hit) = self.cache.get(&digest) {
+            return Ok(hit);
+        }
+        let compiled = CompiledSchema::compile(schema, &self.schema_options).map_err(|e| {
+            InvalidRequest::one(FieldProblem::new("expected_schema", e.to_string(), e.fix()))
+        })?;
+        let compiled = Arc::new(compiled);
+        self.cache.insert(digest, compiled.clone());
+        Ok(compiled)
+    }
+
+    /// Run every check, build the report and sign it.
+    pub fn verify(&self, req: &VerifyRequest, signer: &SigningIdentity, now: OffsetDateTime) -> Result<Verification, EngineError> {
+        let hashes = receipt_hashes(req)?;
+        let schema = self.compiled(hashes.schema_digest, &req.expected_schema)?;
+        let output = &req.submitted_output;
+
+        let outcome = schema.check(output, req.strict_content_check);
+        let mut findings: Vec<Finding> = outcome.findings;
+        let mut integrity_failed = 0;
+        for bound in &req.bounds {
+            if let Some(f) = bounds::check_bound(bound, output) {
+                integrity_failed += 1;
+                findings.push(f);
+            }
+        }
+        for rule in &req.rules {
+            if let Some(f) = rules::check_rule(rule, output, req.enforce_rules) {
+                integrity_failed += 1;
+                findings.push(f);
+            }
+        }
+        let mut integrity_total = req.bounds.len() + req.rules.len();
+        if req.strict_content_check {
+            let found = content::check_content(output, &outcome.blank_required);
+            integrity_total += content::CHECK_COUNT;
+            integrity_failed += found.len();
+            findings.extend(found);
+        }
+        findings.sort_by(|a, b| (&a.path, &a.check, &a.message).cmp(&(&b.path, &b.check, &b.message)));
+
+        let mut blocking_checks: Vec<String> = findings.iter().filter(|f| f.blocking).map(|f| f.check.clone()).collect();
+        blocking_checks.sort();
+        blocking_checks.dedup();
+        let passed = blocking_checks.is_empty();
+        let result = if passed { "pass" } else { "fail" };
+        let verified_at = rfc3339_micros(now);
+        let verification_id = Uuid::new_v4().to_string();
+        let details = (req.detail == Detail::Full).then(|| {
+            Details::from_findings(
+                &findings,
+                self.config.list_cap,
+                Ratio::new(outcome.total - outcome.failed, outcome.total),
+                Ratio::new(integrity_total - integrity_failed, integrity_total),
+            )
+        });
+        let response = VerifyResponse {
+            summary: Summary { result, blocking_checks },
+            next_actions: next_actions(passed),
+            result,
+            verification_id: verification_id.clone(),
+            task_id: req.task_id.clone(),
+            agent_id: req.agent_id.clone(),
+            output_hash: hashes.output_hash,
+            schema_hash: hashes.schema_hash,
+            rules_hash: hashes.rules_hash,
+            request_hash: (req.detail == Detail::Full).then_some(hashes.request_hash),
+            verified_at: verified_at.clone(),
+            verifier_version: VERIFIER_VERSION,
+            enforce_rules: req.enforce_rules,
+            strict_content_check: req.strict_content_check,
+            details,
+            verify: VerifyBlock::new(&self.config.public_url, signer.key_version()),
+        };
+        let attestation = attest(VERIFY_CONTEXT, &response, signer, &verified_at)?;
+        let body = serde_json::to_vec(&Attested { body: &response, attestation })?;
+        Ok(Verification { body, passed, verification_id, verified_at })
+    }
+}

@@ -1,0 +1,238 @@
+//! Strict JSON parsing: duplicate keys, non-finite numbers and integers outside the
+//! IEEE-754 safe range are refused, and nesting depth is bounded by serde_json's limit.
+//!
+//! The service signs hashes of RFC 8785 canonical forms; a lossy parse (last duplicate key wins,
+//! 2^53+1 silently rounded) would sign something the caller did not send, so it is an error.
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+use std::cell::Cell;
+use std::fmt;
+
+/// Largest integer magnitude an IEEE-754 double holds exactly: 2^53 − 1.
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// Deepest nesting of arrays and objects accepted in a request body (serde_json's limit).
+pub const MAX_DEPTH: usize = 128;
+
+const DUPLICATE_KEY: &str = "strict: duplicate object key";
+const UNSAFE_INTEGER: &str = "strict: integer outside the safe range";
+const NON_FINITE: &str = "strict: non-finite number";
+
+/// Why a body could not be parsed; never carries any of the caller's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum JsonError {
+    /// The bytes are not JSON (or not UTF-8).
+    #[error("the body is not valid JSON (line {line}, column {column})")]
+    Syntax { line: usize, column: usize },
+    /// An object repeats a key.
+    #[error("an object repeats a key (line {line}, column {column})")]
+    DuplicateKey { line: usize, column: usize },
+    /// An integer beyond ±(2^53−1).
+    #[error("an integer is beyond ±(2^53−1) (line {line}, column {column})")]
+    UnsafeInteger { line: usize, column: usize },
+    /// A number that is not finite or out of the double range.
+    #[error("a number is out of the IEEE-754 double range (line {line}, column {column})")]
+    NonFinite { line: usize, column: usize },
+    /// Arrays and objects nested deeper than [`MAX_DEPTH`].
+    #[error("arrays and objects are nested deeper than {MAX_DEPTH} levels")]
+    TooDeep,
+    /// The body ends early.
+    #[error("the body ends before the JSON value is complete")]
+    Truncated,
+}
+
+/// The top-level field a parse error happened in, when it was one of `known` keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocatedJsonError {
+    /// The problem.
+    pub error: JsonError,
+    /// The known top-level field being read when the problem was found.
+    pub field: Option<&'static str>,
+}
+
+/// Parse a JSON document strictly. `known_fields` names the top-level object keys whose
+/// names may be reported back when a problem is found inside them.
+pub fn parse_strict(
+    bytes: &[u8],
+    known_fields: &'static [&'static str],
+) -> Result<Value, LocatedJsonError> {
+    let current = Cell::new(None);
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let seed = TopSeed {
+        known: known_fields,
+        current: &current,
+    };
+    let result = seed.deserialize(&mut de).and_then(|v| de.end().map(|_| v));
+    result.map_err(|e| LocatedJsonError {
+        error: classify(&e),
+        field: current.get(),
+    })
+}
+
+/// Parse any JSON document strictly (no field attribution).
+pub fn parse_strict_value(bytes: &[u8]) -> Result<Value, JsonError> {
+    parse_strict(bytes, &[]).map_err(|e| e.error)
+}
+
+fn classify(e: &serde_json::Error) -> JsonError {
+    let (line, column) = (e.line(), e.column());
+    let text = e.to_string();
+    if text.starts_with(DUPLICATE_KEY) {
+        JsonError::DuplicateKey { line, column }
+    } else if text.starts_with(UNSAFE_INTEGER) {
+        JsonError::UnsafeInteger { line, column }
+    } else if text.starts_with(NON_FINITE) || text.starts_with("number out of range") {
+        JsonError::NonFinite { line, column }
+    } else if text.starts_with("recursion limit exceeded") {
+        JsonError::TooDeep
+    } else if e.is_eof() {
+        JsonError::Truncated
+    } else {
+        JsonError::Syntax { line, column }
+    }
+}
+
+struct TopSeed<'a> {
+    known: &'static [&'static str],
+    current: &'a Cell<Option<&'static str>>,
+}
+
+impl<'de> DeserializeSeed<'de> for TopSeed<'_> {
+    type Value = Value;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(StrictVisitor { top: Some(self) })
+    }
+}
+
+struct StrictSeed;
+
+impl<'de> DeserializeSeed<'de> for StrictSeed {
+    type Value = Value;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(StrictVisitor { top: None })
+    }
+}
+
+struct StrictVisitor<'a> {
+    top: Option<TopSeed<'a>>,
+}
+
+fn safe_integer<E: de::Error>(magnitude: u64) -> Result<(), E> {
+    if magnitude > MAX_SAFE_INTEGER {
+        Err(E::custom(UNSAFE_INTEGER))
+    } else {
+        Ok(())
+    }
+}
+
+impl<'de> Visitor<'de> for StrictVisitor<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        safe_integer(v.unsigned_abs())?;
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        safe_integer(v)?;
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom(NON_FINITE))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        while let Some(v) = seq.next_element_seed(StrictSeed)? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                return Err(de::Error::custom(DUPLICATE_KEY));
+            }
+            if let Some(top) = &self.top {
+                top.current
+                    .set(top.known.iter().find(|k| **k == key).copied());
+            }
+            let value = map.next_value_seed(StrictSeed)?;
+            out.insert(key, value);
+        }
+        if let Some(top) = &self.top {
+            top.current.set(None);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duplicate_keys_are_refused_anywhere() {
+        let e = parse_strict(br#"{"a":{"b":1,"b":2}}"#, &["a"]).unwrap_err();
+        assert!(matches!(e.error, JsonError::DuplicateKey { .. }));
+        assert_eq!(e.field, Some("a"));
+        assert!(parse_strict_value(br#"{"a":1,"a":1}"#).is_err());
+    }
+
+    #[test]
+    fn integers_beyond_the_safe_range_are_refused() {
+        assert!(parse_strict_value(b"9007199254740991").is_ok());
+        assert!(parse_strict_value(b"-9007199254740991").is_ok());
+        assert_eq!(
+            parse_strict_value(b"9007199254740992"),
+            Err(JsonError::UnsafeInteger { line: 1, column: 16 })
+        );
+        assert!(matches!(
+            parse_strict_value(b"[-9007199254740993]"),
+            Err(JsonError::UnsafeInteger { .. })
+        ));
+        // A float spelling is a double already and stays allowed.
+        assert!(parse_strict_value(b"9007199254740993.0").is_ok());
+    }
+
+    #[test]
+    fn out_of_range_numbers_are_refused() {
+        assert!(matches!(parse_strict_value(b"1e400"), Err(JsonError::NonFinite { .. })));
+        assert!(matches!(parse_strict_value(b"NaN"), Err(JsonError::Syntax { .. })));
+    }
+
+    #[test]
+    fn deep_nesting_is_a_clear_error() {
+        let deep = "[".repeat(10_000) + &"]".repeat(10_000);
+        assert_eq!(parse_strict_value(deep.as_bytes()), Err(JsonError::TooDeep));
+        let ok = "[".repeat(100) + &"]".repeat(100);
+        assert!(parse_strict_value(ok.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn truncated_and_trailing_input() {
+        assert_eq!(parse_strict_value(br#"{"a":"#), Err(JsonError::Truncated));
+        assert!(matches!(parse_strict_value(b"{} x"), Err(JsonError::Syntax { .. })));
+        assert!(parse_strict_value("\"\\ud800\"".as_bytes()).is_err());
+    }
+}

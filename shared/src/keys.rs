@@ -1,0 +1,134 @@
+//! Ed25519 signing identities and public-key entries in the agent card's form.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The `publicKeyEncoding` text of every entry.
+pub const PUBLIC_KEY_ENCODING: &str = "base64 of the raw 32-byte Ed25519 public key";
+
+/// A public key as the agent card lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PublicKeyEntry {
+    pub key_version: String,
+    pub algorithm: String,
+    pub public_key: String,
+    #[serde(default = "default_encoding")]
+    pub public_key_encoding: String,
+}
+
+fn default_encoding() -> String {
+    PUBLIC_KEY_ENCODING.to_owned()
+}
+
+/// Problems with key material.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("the system random source failed")]
+    Random,
+    #[error("a key seed must be exactly 32 bytes")]
+    SeedLength,
+    #[error("the public key is not base64 of 32 bytes")]
+    PublicKeyEncoding,
+    #[error("the public key is not a valid Ed25519 point")]
+    PublicKeyPoint,
+    #[error("the key list is neither an array of key entries nor an agent card")]
+    KeyList,
+}
+
+/// The active signing key and its version label.
+pub struct SigningIdentity {
+    key_version: String,
+    key: SigningKey,
+}
+
+impl std::fmt::Debug for SigningIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SigningIdentity")
+            .field("key_version", &self.key_version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SigningIdentity {
+    /// From an RFC 8032 seed.
+    pub fn from_seed(key_version: impl Into<String>, seed: &[u8]) -> Result<Self, KeyError> {
+        let seed: [u8; 32] = seed.try_into().map_err(|_| KeyError::SeedLength)?;
+        Ok(SigningIdentity {
+            key_version: key_version.into(),
+            key: SigningKey::from_bytes(&seed),
+        })
+    }
+
+    /// A fresh random key.
+    pub fn generate(key_version: impl Into<String>) -> Result<Self, KeyError> {
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed).map_err(|_| KeyError::Random)?;
+        Self::from_seed(key_version, &seed)
+    }
+
+    /// The 32-byte seed (for storing the key).
+    pub fn seed(&self) -> [u8; 32] {
+        self.key.to_bytes()
+    }
+
+    /// The version label.
+    pub fn key_version(&self) -> &str {
+        &self.key_version
+    }
+
+    /// The public half as an agent-card entry.
+    pub fn public_entry(&self) -> PublicKeyEntry {
+        PublicKeyEntry {
+            key_version: self.key_version.clone(),
+            algorithm: "Ed25519".into(),
+            public_key: STANDARD.encode(self.key.verifying_key().to_bytes()),
+            public_key_encoding: PUBLIC_KEY_ENCODING.into(),
+        }
+    }
+
+    /// Sign bytes; the signature as standard padded base64.
+    pub fn sign_base64(&self, message: &[u8]) -> String {
+        STANDARD.encode(self.key.sign(message).to_bytes())
+    }
+}
+
+impl PublicKeyEntry {
+    /// The verifying key.
+    pub fn verifying_key(&self) -> Result<VerifyingKey, KeyError> {
+        let bytes = STANDARD
+            .decode(&self.public_key)
+            .map_err(|_| KeyError::PublicKeyEncoding)?;
+        let bytes: [u8; 32] = bytes.try_into().map_err(|_| KeyError::PublicKeyEncoding)?;
+        VerifyingKey::from_bytes(&bytes).map_err(|_| KeyError::PublicKeyPoint)
+    }
+}
+
+/// Read a key list: a JSON array of entries, one entry, or a whole agent card (the entries of
+/// its attestation extension's `params.publicKeys`).
+pub fn parse_key_list(value: &Value) -> Result<Vec<PublicKeyEntry>, KeyError> {
+    if let Some(ext) = value
+        .pointer("/capabilities/extensions")
+        .and_then(Value::as_array)
+    {
+        let keys = ext
+            .iter()
+            .filter(|e| {
+                e.get("uri")
+                    .and_then(Value::as_str)
+                    .is_some_and(|u| u.starts_with("urn:json-schema-verifier:extension:attestation:"))
+            })
+            .find_map(|e| e.pointer("/params/publicKeys"))
+            .ok_or(KeyError::KeyList)?;
+        return serde_json::from_value(keys.clone()).map_err(|_| KeyError::KeyList);
+    }
+    if value.is_array() {
+        return serde_json::from_value(value.clone()).map_err(|_| KeyError::KeyList);
+    }
+    serde_json::from_value(value.clone())
+        .map(|e| vec![e])
+        .map_err(|_| KeyError::KeyList)
+}

@@ -1,0 +1,23 @@
+//! Agent Output Verifier core: the whole domain, no HTTP or Lambda types.
+//!
+//! - [`request`]: strict parsing and validation of the verification request;
+//! - [`checks`]: schema, bounds, rules and content checks;
+//! - [`report`]: the full and compact responses;
+//! - [`canonical`] and [`hashes`]: RFC 8785 and the four receipt hashes;
+//! - [`attest`] and [`keys`]: Ed25519 receipts and a verifier for buyers;
+//! - [`engine`]: the pipeline with its compiled-schema cache.
+
+pub mod attest;
+pub mod canonical;
+pub mod checks;
+pub mod engine;
+pub mod hashes;
+pub mod json;
+pub mod keys;
+pub mod path;
+pub mod report;
+pub mod request;
+
+pub use engine::{Engine, EngineConfig, EngineError, Verification};
+pub use keys::{PublicKeyEntry, SigningIdentity};
+pub use request::{FieldProblem, InvalidRequest, VerifyRequest};

@@ -1,0 +1,649 @@
+//! The verification request (SERVICE.md §3): strict parsing and validation that reports every
+//! problem at once as `{field, problem, fix}`, never echoing the caller's values.
+
+use crate::json::{self, JsonError, MAX_DEPTH};
+use crate::path::FieldPath;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// Longest `task_id` / `agent_id`, in characters.
+pub const MAX_ID_CHARS: usize = 200;
+/// Default rule tolerance.
+pub const DEFAULT_TOLERANCE: f64 = 1e-9;
+
+const FIELDS: &[&str] = &[
+    "task_id",
+    "agent_id",
+    "expected_schema",
+    "submitted_output",
+    "strict_content_check",
+    "bounds",
+    "rules",
+    "enforce_rules",
+    "detail",
+];
+const RULE_KEYS: &[&str] = &[
+    "type",
+    "field",
+    "equals_field",
+    "equals",
+    "other_field",
+    "value",
+    "in_field",
+    "values",
+    "tolerance",
+    "if_present",
+];
+const BOUND_KEYS: &[&str] = &["min", "max", "if_present"];
+const RULE_TYPES_FIX: &str = "Use one of: 'sum_equals', 'gte', 'lte', 'exists_in' or 'unique'.";
+
+/// One problem of an invalid request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldProblem {
+    /// Where: `task_id`, `rules[0].type`, `bounds` …
+    pub field: String,
+    /// What is wrong, in words that never quote the caller's input.
+    pub problem: String,
+    /// What to send instead.
+    pub fix: String,
+}
+
+impl FieldProblem {
+    /// A problem at `field`.
+    pub fn new(field: impl Into<String>, problem: impl Into<String>, fix: impl Into<String>) -> Self {
+        FieldProblem {
+            field: field.into(),
+            problem: problem.into(),
+            fix: fix.into(),
+        }
+    }
+}
+
+/// The response shape the caller asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Detail {
+    #[default]
+    Full,
+    Compact,
+}
+
+/// The five rule types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleType {
+    SumEquals,
+    Gte,
+    Lte,
+    ExistsIn,
+    Unique,
+}
+
+impl RuleType {
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "sum_equals" => RuleType::SumEquals,
+            "gte" => RuleType::Gte,
+            "lte" => RuleType::Lte,
+            "exists_in" => RuleType::ExistsIn,
+            "unique" => RuleType::Unique,
+            _ => return None,
+        })
+    }
+
+    /// The name as the API spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            RuleType::SumEquals => "sum_equals",
+            RuleType::Gte => "gte",
+            RuleType::Lte => "lte",
+            RuleType::ExistsIn => "exists_in",
+            RuleType::Unique => "unique",
+        }
+    }
+
+    /// The check name in reports: `consistency:sum_equals`.
+    pub fn check_name(self) -> &'static str {
+        match self {
+            RuleType::SumEquals => "consistency:sum_equals",
+            RuleType::Gte => "consistency:gte",
+            RuleType::Lte => "consistency:lte",
+            RuleType::ExistsIn => "consistency:exists_in",
+            RuleType::Unique => "consistency:unique",
+        }
+    }
+}
+
+/// What a rule compares against.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Operand {
+    /// No operand (the `unique` rule).
+    None,
+    /// A constant number (`equals`, `value`).
+    Number(f64, Value),
+    /// The single number at another path (`equals_field`, `other_field`).
+    Field(FieldPath),
+    /// A constant list (`values`).
+    List(Vec<Value>),
+}
+
+/// A validated rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    pub kind: RuleType,
+    pub field: FieldPath,
+    pub operand: Operand,
+    pub tolerance: f64,
+    pub if_present: bool,
+}
+
+/// A validated bound.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bound {
+    pub field: FieldPath,
+    pub min: Option<(f64, Value)>,
+    pub max: Option<(f64, Value)>,
+    pub if_present: bool,
+}
+
+/// A parsed, valid verification request.
+#[derive(Debug, Clone)]
+pub struct VerifyRequest {
+    pub task_id: String,
+    pub agent_id: Option<String>,
+    pub expected_schema: Value,
+    pub submitted_output: Value,
+    pub strict_content_check: bool,
+    pub enforce_rules: bool,
+    pub detail: Detail,
+    /// `bounds` exactly as sent (null when absent).
+    pub bounds_sent: Value,
+    /// `rules` exactly as sent (null when absent).
+    pub rules_sent: Value,
+    pub bounds: Vec<Bound>,
+    pub rules: Vec<Rule>,
+}
+
+/// An invalid request: every problem found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the request is invalid ({} problem(s))", problems.len())]
+pub struct InvalidRequest {
+    pub problems: Vec<FieldProblem>,
+}
+
+impl InvalidRequest {
+    /// One problem.
+    pub fn one(problem: FieldProblem) -> Self {
+        InvalidRequest {
+            problems: vec![problem],
+        }
+    }
+}
+
+impl VerifyRequest {
+    /// Parse and validate a request body.
+    pub fn from_body(body: &[u8]) -> Result<Self, InvalidRequest> {
+        let value = json::parse_strict(body, FIELDS).map_err(|e| {
+            let field = e.field.unwrap_or("body");
+            InvalidRequest::one(json_problem(field, e.error))
+        })?;
+        Self::from_value(value)
+    }
+
+    /// Validate an already-parsed request object (MCP tool arguments arrive this way).
+    pub fn from_value(value: Value) -> Result<Self, InvalidRequest> {
+        let Value::Object(mut map) = value else {
+            return Err(InvalidRequest::one(FieldProblem::new(
+                "body",
+                "is not a JSON object",
+                "Send a JSON object with at least task_id, expected_schema and submitted_output.",
+            )));
+        };
+        let mut problems = Vec::new();
+        let unknown = map.keys().filter(|k| !FIELDS.contains(&k.as_str())).count();
+        if unknown > 0 {
+            problems.push(FieldProblem::new(
+                "body",
+                format!("has {unknown} field(s) this API does not know"),
+                format!("Send only these fields: {}.", FIELDS.join(", ")),
+            ));
+        }
+        let task_id = id_field(&mut problems, map.get("task_id"), "task_id", true);
+        let agent_id = id_field(&mut problems, map.get("agent_id"), "agent_id", false);
+        let expected_schema = match map.remove("expected_schema") {
+            None => {
+                problems.push(missing("expected_schema", "Send a JSON Schema object, e.g. {\"type\": \"object\"}."));
+                Value::Null
+            }
+            Some(v @ (Value::Object(_) | Value::Bool(_))) => v,
+            Some(_) => {
+                problems.push(FieldProblem::new(
+                    "expected_schema",
+                    "must be a JSON Schema: an object or a boolean",
+                    "Send a JSON Schema object, e.g. {\"type\": \"object\"}.",
+                ));
+                Value::Null
+            }
+        };
+        let submitted_output = match map.remove("submitted_output") {
+            Some(v) => v,
+            None => {
+                problems.push(missing(
+                    "submitted_output",
+                    "Send the output under test; null is allowed but the key must be present.",
+                ));
+                Value::Null
+            }
+        };
+        let strict_content_check = bool_field(&mut problems, map.get("strict_content_check"), "strict_content_check");
+        let enforce_rules = bool_field(&mut problems, map.get("enforce_rules"), "enforce_rules");
+        let detail = match map.get("detail") {
+            None => Detail::Full,
+            Some(Value::String(s)) if s == "full" => Detail::Full,
+            Some(Value::String(s)) if s == "compact" => Detail::Compact,
+            Some(_) => {
+                problems.push(FieldProblem::new(
+                    "detail",
+                    "is not one of the allowed values",
+                    "Use 'full' or 'compact'.",
+                ));
+                Detail::Full
+            }
+        };
+        let bounds_sent = map.remove("bounds").unwrap_or(Value::Null);
+        let bounds = parse_bounds(&mut problems, &bounds_sent);
+        let rules_sent = map.remove("rules").unwrap_or(Value::Null);
+        let rules = parse_rules(&mut problems, &rules_sent);
+        if !problems.is_empty() {
+            return Err(InvalidRequest { problems });
+        }
+        Ok(VerifyRequest {
+            task_id: task_id.unwrap_or_default(),
+            agent_id,
+            expected_schema,
+            submitted_output,
+            strict_content_check,
+            enforce_rules,
+            detail,
+            bounds_sent,
+            rules_sent,
+            bounds,
+            rules,
+        })
+    }
+
+    /// Whether this verification feeds the agent's history (not for `test-` IDs or no ID).
+    pub fn records_history(&self) -> bool {
+        self.agent_id
+            .as_deref()
+            .is_some_and(|id| !id.starts_with("test-"))
+    }
+
+    /// The value `rules_hash` is computed over: the bounds and rules exactly as sent.
+    pub fn rules_document(&self) -> Value {
+        let mut doc = Map::new();
+        doc.insert("bounds".into(), self.bounds_sent.clone());
+        doc.insert("rules".into(), self.rules_sent.clone());
+        Value::Object(doc)
+    }
+
+    /// The value `request_hash` is computed over: the eight fields with every default filled,
+    /// including every omitted field of every rule and bound. Empty `bounds`/`rules` count as
+    /// null, as the hosted service's published reference code does.
+    pub fn request_document(&self) -> Value {
+        let parts = self.request_document_parts();
+        let mut doc = Map::new();
+        doc.insert("task_id".into(), Value::String(self.task_id.clone()));
+        doc.insert("agent_id".into(), parts.agent_id);
+        doc.insert("expected_schema".into(), self.expected_schema.clone());
+        doc.insert("submitted_output".into(), self.submitted_output.clone());
+        doc.insert("strict_content_check".into(), Value::Bool(self.strict_content_check));
+        doc.insert("bounds".into(), parts.bounds);
+        doc.insert("rules".into(), parts.rules);
+        doc.insert("enforce_rules".into(), Value::Bool(self.enforce_rules));
+        Value::Object(doc)
+    }
+
+    /// The request document's members that differ from the fields as sent.
+    pub fn request_document_parts(&self) -> RequestDocumentParts {
+        RequestDocumentParts {
+            agent_id: self.agent_id.clone().map_or(Value::Null, Value::String),
+            bounds: filled_bounds(&self.bounds_sent),
+            rules: filled_rules(&self.rules_sent),
+        }
+    }
+}
+
+/// `agent_id`, `bounds` and `rules` with every default filled.
+pub struct RequestDocumentParts {
+    pub agent_id: Value,
+    pub bounds: Value,
+    pub rules: Value,
+}
+
+fn filled_bounds(sent: &Value) -> Value {
+    match sent {
+        Value::Object(map) if !map.is_empty() => Value::Object(
+            map.iter()
+                .map(|(path, bound)| {
+                    let mut full = Map::new();
+                    full.insert("min".into(), Value::Null);
+                    full.insert("max".into(), Value::Null);
+                    full.insert("if_present".into(), Value::Bool(false));
+                    if let Value::Object(given) = bound {
+                        full.extend(given.iter().map(|(k, v)| (k.clone(), v.clone())));
+                    }
+                    (path.clone(), Value::Object(full))
+                })
+                .collect(),
+        ),
+        _ => Value::Null,
+    }
+}
+
+fn filled_rules(sent: &Value) -> Value {
+    match sent {
+        Value::Array(rules) if !rules.is_empty() => Value::Array(
+            rules
+                .iter()
+                .map(|rule| {
+                    let mut full = Map::new();
+                    for key in ["equals_field", "equals", "other_field", "value", "in_field", "values"] {
+                        full.insert(key.into(), Value::Null);
+                    }
+                    full.insert("tolerance".into(), DEFAULT_TOLERANCE.into());
+                    full.insert("if_present".into(), Value::Bool(false));
+                    if let Value::Object(given) = rule {
+                        full.extend(given.iter().map(|(k, v)| (k.clone(), v.clone())));
+                    }
+                    Value::Object(full)
+                })
+                .collect(),
+        ),
+        _ => Value::Null,
+    }
+}
+
+fn json_problem(field: &str, error: JsonError) -> FieldProblem {
+    let fix = match error {
+        JsonError::Syntax { .. } | JsonError::Truncated => {
+            "Send one complete JSON object encoded as UTF-8 (check quotes, commas and brackets)."
+        }
+        JsonError::DuplicateKey { .. } => {
+            "Send each key at most once per object; a repeated key is ambiguous and cannot be hashed faithfully."
+        }
+        JsonError::UnsafeInteger { .. } => {
+            "Send integers within ±9007199254740991 (2^53−1); send larger ones as strings, since JSON canonicalization (RFC 8785) would round them."
+        }
+        JsonError::NonFinite { .. } => {
+            "Send numbers within the IEEE-754 double range; NaN, Infinity and overflowing numbers cannot be canonicalized."
+        }
+        JsonError::TooDeep => "Flatten the document: arrays and objects may nest at most 128 levels.",
+    };
+    let _ = MAX_DEPTH;
+    FieldProblem::new(field, error.to_string(), fix)
+}
+
+fn missing(field: &str, fix: &str) -> FieldProblem {
+    FieldProblem::new(field, "is required but missing", fix)
+}
+
+fn id_field(problems: &mut Vec<FieldProblem>, value: Option<&Value>, name: &str, required: bool) -> Option<String> {
+    let fix = format!("Send {name} as a string of 1 to {MAX_ID_CHARS} characters{}.", if required { "" } else { ", or null" });
+    match value {
+        None if required => {
+            problems.push(missing(name, &fix));
+            None
+        }
+        None => None,
+        Some(Value::Null) if !required => None,
+        Some(Value::String(s)) => {
+            let n = s.chars().count();
+            if n == 0 {
+                problems.push(FieldProblem::new(name, "is empty", fix));
+                None
+            } else if n > MAX_ID_CHARS {
+                problems.push(FieldProblem::new(name, format!("is longer than {MAX_ID_CHARS} characters"), fix));
+                None
+            } else {
+                Some(s.clone())
+            }
+        }
+        Some(_) => {
+            problems.push(FieldProblem::new(name, "has the wrong type", fix));
+            None
+        }
+    }
+}
+
+fn bool_field(problems: &mut Vec<FieldProblem>, value: Option<&Value>, name: &str) -> bool {
+    match value {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => {
+            problems.push(FieldProblem::new(name, "has the wrong type", "Send true or false (or leave the field out for false)."));
+            false
+        }
+    }
+}
+
+fn path_at(problems: &mut Vec<FieldProblem>, value: &Value, at: String) -> Option<FieldPath> {
+    const FIX: &str = "Send a path of dotted field names, with [] for every element of an array, e.g. 'total' or 'items[].price'.";
+    match value {
+        Value::String(s) => match FieldPath::parse(s) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                problems.push(FieldProblem::new(at, format!("is not a valid path: it {e}"), FIX));
+                None
+            }
+        },
+        _ => {
+            problems.push(FieldProblem::new(at, "has the wrong type", FIX));
+            None
+        }
+    }
+}
+
+fn number_at(problems: &mut Vec<FieldProblem>, value: &Value, at: String) -> Option<(f64, Value)> {
+    match value.as_f64() {
+        Some(n) if value.is_number() => Some((n, value.clone())),
+        _ => {
+            problems.push(FieldProblem::new(at, "has the wrong type", "Send a number."));
+            None
+        }
+    }
+}
+
+fn parse_bounds(problems: &mut Vec<FieldProblem>, sent: &Value) -> Vec<Bound> {
+    let map = match sent {
+        Value::Null => return Vec::new(),
+        Value::Object(map) => map,
+        _ => {
+            problems.push(FieldProblem::new(
+                "bounds",
+                "has the wrong type",
+                "Send an object mapping a path to {min, max, if_present}, e.g. {\"items[].price\": {\"min\": 0, \"max\": 100}}, or null.",
+            ));
+            return Vec::new();
+        }
+    };
+    let mut out = Vec::with_capacity(map.len());
+    for (i, (path_text, spec)) in map.iter().enumerate() {
+        // A bound's key is the caller's path text; report it by position, not by quoting it.
+        let at = format!("bounds[{i}]");
+        let path = path_at(problems, &Value::String(path_text.clone()), format!("{at} (key)"));
+        let Value::Object(spec) = spec else {
+            problems.push(FieldProblem::new(at, "has the wrong type", "Send {\"min\": <number>, \"max\": <number>, \"if_present\": <bool>}."));
+            continue;
+        };
+        let unknown = spec.keys().filter(|k| !BOUND_KEYS.contains(&k.as_str())).count();
+        if unknown > 0 {
+            problems.push(FieldProblem::new(at.clone(), format!("has {unknown} key(s) this API does not know"), "Use only min, max and if_present."));
+        }
+        let min = opt_number(problems, spec.get("min"), format!("{at}.min"));
+        let max = opt_number(problems, spec.get("max"), format!("{at}.max"));
+        let if_present = opt_bool(problems, spec.get("if_present"), format!("{at}.if_present"));
+        if spec.get("min").is_none_or(Value::is_null) && spec.get("max").is_none_or(Value::is_null) {
+            problems.push(FieldProblem::new(at.clone(), "has neither min nor max", "Give min, max or both."));
+        }
+        if let (Some((lo, _)), Some((hi, _))) = (&min, &max) {
+            if lo > hi {
+                problems.push(FieldProblem::new(at.clone(), "has min greater than max", "Give min ≤ max."));
+            }
+        }
+        if let Some(field) = path {
+            out.push(Bound { field, min, max, if_present });
+        }
+    }
+    out
+}
+
+fn opt_number(problems: &mut Vec<FieldProblem>, value: Option<&Value>, at: String) -> Option<(f64, Value)> {
+    match value {
+        None | Some(Value::Null) => None,
+        Some(v) => number_at(problems, v, at),
+    }
+}
+
+fn opt_bool(problems: &mut Vec<FieldProblem>, value: Option<&Value>, at: String) -> bool {
+    match value {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => {
+            problems.push(FieldProblem::new(at, "has the wrong type", "Send true or false."));
+            false
+        }
+    }
+}
+
+fn parse_rules(problems: &mut Vec<FieldProblem>, sent: &Value) -> Vec<Rule> {
+    let list = match sent {
+        Value::Null => return Vec::new(),
+        Value::Array(list) => list,
+        _ => {
+            problems.push(FieldProblem::new(
+                "rules",
+                "has the wrong type",
+                "Send an array of rule objects, e.g. [{\"type\": \"sum_equals\", \"field\": \"items[].price\", \"equals_field\": \"total\"}], or null.",
+            ));
+            return Vec::new();
+        }
+    };
+    list.iter()
+        .enumerate()
+        .filter_map(|(i, rule)| parse_rule(problems, rule, format!("rules[{i}]")))
+        .collect()
+}
+
+fn parse_rule(problems: &mut Vec<FieldProblem>, rule: &Value, at: String) -> Option<Rule> {
+    let Value::Object(spec) = rule else {
+        problems.push(FieldProblem::new(at, "has the wrong type", "Send a rule object such as {\"type\": \"unique\", \"field\": \"items[].id\"}."));
+        return None;
+    };
+    let before = problems.len();
+    let unknown = spec.keys().filter(|k| !RULE_KEYS.contains(&k.as_str())).count();
+    if unknown > 0 {
+        problems.push(FieldProblem::new(at.clone(), format!("has {unknown} key(s) this API does not know"), format!("Use only: {}.", RULE_KEYS.join(", "))));
+    }
+    let given = |k: &str| spec.get(k).filter(|v| !v.is_null());
+    let kind = match spec.get("type") {
+        None | Some(Value::Null) => {
+            problems.push(FieldProblem::new(format!("{at}.type"), "is required but missing", RULE_TYPES_FIX));
+            None
+        }
+        Some(Value::String(s)) => {
+            let t = RuleType::parse(s);
+            if t.is_none() {
+                problems.push(FieldProblem::new(format!("{at}.type"), "is not one of the allowed values", RULE_TYPES_FIX));
+            }
+            t
+        }
+        Some(_) => {
+            problems.push(FieldProblem::new(format!("{at}.type"), "has the wrong type", RULE_TYPES_FIX));
+            None
+        }
+    };
+    let field = match given("field") {
+        None => {
+            problems.push(FieldProblem::new(format!("{at}.field"), "is required but missing", "Send the path the rule checks, e.g. 'items[].price'."));
+            None
+        }
+        Some(v) => path_at(problems, v, format!("{at}.field")),
+    };
+    let tolerance = match given("tolerance") {
+        None => DEFAULT_TOLERANCE,
+        Some(v) => match v.as_f64() {
+            Some(t) if t >= 0.0 => t,
+            _ => {
+                problems.push(FieldProblem::new(format!("{at}.tolerance"), "must be a number ≥ 0", "Send a non-negative number, e.g. 0.01."));
+                DEFAULT_TOLERANCE
+            }
+        },
+    };
+    let if_present = opt_bool(problems, spec.get("if_present").filter(|v| !v.is_null()), format!("{at}.if_present"));
+    let operand = kind.and_then(|kind| parse_operand(problems, kind, &given, &at));
+    if problems.len() > before {
+        return None;
+    }
+    Some(Rule {
+        kind: kind?,
+        field: field?,
+        operand: operand?,
+        tolerance,
+        if_present,
+    })
+}
+
+fn parse_operand<'a>(
+    problems: &mut Vec<FieldProblem>,
+    kind: RuleType,
+    given: &dyn Fn(&str) -> Option<&'a Value>,
+    at: &str,
+) -> Option<Operand> {
+    // (field-reference key, constant key) for each type; `unique` takes neither.
+    let (field_key, const_key) = match kind {
+        RuleType::SumEquals => ("equals_field", "equals"),
+        RuleType::Gte | RuleType::Lte => ("other_field", "value"),
+        RuleType::ExistsIn => ("in_field", "values"),
+        RuleType::Unique => ("", ""),
+    };
+    for key in ["equals_field", "equals", "other_field", "value", "in_field", "values"] {
+        if key != field_key && key != const_key && given(key).is_some() {
+            problems.push(FieldProblem::new(
+                format!("{at}.{key}"),
+                format!("does not apply to a '{}' rule", kind.name()),
+                "Remove it or set it to null.",
+            ));
+        }
+    }
+    if kind == RuleType::Unique {
+        return Some(Operand::None);
+    }
+    match (given(field_key), given(const_key)) {
+        (Some(_), Some(_)) => {
+            problems.push(FieldProblem::new(
+                format!("{at}.{field_key}"),
+                format!("is given together with {const_key}"),
+                format!("Give either {field_key} or {const_key}, not both."),
+            ));
+            None
+        }
+        (None, None) => {
+            problems.push(FieldProblem::new(
+                format!("{at}.{field_key}"),
+                format!("is required when {const_key} is not given"),
+                format!("Give {field_key} (a path) or {const_key} (a constant)."),
+            ));
+            None
+        }
+        (Some(path), None) => path_at(problems, path, format!("{at}.{field_key}")).map(Operand::Field),
+        (None, Some(constant)) => match kind {
+            RuleType::ExistsIn => match constant {
+                Value::Array(list) => Some(Operand::List(list.clone())),
+                _ => {
+                    problems.push(FieldProblem::new(format!("{at}.values"), "has the wrong type", "Send an array of allowed values."));
+                    None
+                }
+            },
+            _ => number_at(problems, constant, format!("{at}.{const_key}")).map(|(n, v)| Operand::Number(n, v)),
+        },
+    }
+}
