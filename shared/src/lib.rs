@@ -10,13 +10,18 @@
 pub mod attest;
 pub mod canonical;
 pub mod checks;
+pub mod clock;
+pub mod config;
 pub mod engine;
+pub mod errors;
 pub mod hashes;
 pub mod json;
 pub mod keys;
 pub mod path;
+pub mod payments;
 pub mod report;
 pub mod request;
+pub mod store;
 
 pub use engine::{Engine, EngineConfig, EngineError, Verification};
 pub use keys::{PublicKeyEntry, SigningIdentity};

@@ -1,0 +1,64 @@
+//! Service configuration shared by every function and the local server.
+
+/// USDC on Base.
+pub const BASE_NETWORK: &str = "eip155:8453";
+/// USDC contract on Base.
+pub const BASE_USDC: &str = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+/// Solana mainnet.
+pub const SOLANA_NETWORK: &str = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
+/// USDC mint on Solana.
+pub const SOLANA_USDC: &str = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
+
+/// Everything a deployment configures.
+#[derive(Debug, Clone)]
+pub struct ServiceConfig {
+    /// Base URL used in documents and receipts, without a trailing slash.
+    pub public_url: String,
+    /// Free verifications per client address per UTC day.
+    pub free_per_day: u64,
+    /// Bodies above this many bytes are never free (they go to payment).
+    pub free_body_limit: usize,
+    /// Bodies above this many bytes are refused with 413.
+    pub hard_body_limit: usize,
+    /// Price of a verification in USDC atomic units (6 decimals).
+    pub price_verify_units: u64,
+    /// Price of a score lookup in USDC atomic units.
+    pub price_score_units: u64,
+    /// Base address that receives payments (no Base option is offered without it).
+    pub pay_to_base: Option<String>,
+    /// Solana owner address that receives payments (no Solana option without it).
+    pub pay_to_solana: Option<String>,
+    /// The facilitator's Solana fee payer (`extra.feePayer`).
+    pub solana_fee_payer: Option<String>,
+    /// `maxTimeoutSeconds` of every payment requirement.
+    pub payment_timeout_seconds: u64,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        ServiceConfig {
+            public_url: "http://127.0.0.1:8080".into(),
+            free_per_day: 1000,
+            free_body_limit: 64 * 1024,
+            hard_body_limit: 1024 * 1024,
+            price_verify_units: 20_000,
+            price_score_units: 10_000,
+            pay_to_base: None,
+            pay_to_solana: None,
+            solana_fee_payer: None,
+            payment_timeout_seconds: 60,
+        }
+    }
+}
+
+/// `20000` units → `$0.02`.
+pub fn usd(units: u64) -> String {
+    format!("${}.{:02}", units / 1_000_000, (units % 1_000_000) / 10_000)
+}
+
+impl ServiceConfig {
+    /// `public_url` joined with a path.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.public_url.trim_end_matches('/'))
+    }
+}

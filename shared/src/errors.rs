@@ -1,0 +1,168 @@
+//! The one error shape of SERVICE.md §9, built in one place. Errors never echo the caller's
+//! input and are never charged.
+
+use crate::config::{ServiceConfig, usd};
+use crate::request::FieldProblem;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// Every non-payment error the service returns.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    /// 422: the request is invalid (every problem listed).
+    #[error("invalid request")]
+    InvalidRequest(Vec<FieldProblem>),
+    /// 413: the body is over the hard limit.
+    #[error("body too large")]
+    BodyTooLarge { limit: usize },
+    /// 415: the body is declared as something other than JSON.
+    #[error("unsupported media type")]
+    UnsupportedMediaType,
+    /// 404: no such route.
+    #[error("not found")]
+    NotFound,
+    /// 405: the route exists with another method.
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    /// 503: the store is briefly unavailable.
+    #[error("store unavailable")]
+    StoreUnavailable { retry_after: u64 },
+    /// 500: something broke on our side.
+    #[error("internal error")]
+    Internal,
+}
+
+/// The serialized error.
+#[derive(Debug, Serialize)]
+pub struct ErrorBody {
+    pub code: &'static str,
+    pub message: String,
+    pub status: u16,
+    pub retryable: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<u64>,
+    pub charged: bool,
+    pub next_actions: Vec<Value>,
+    pub fields: Vec<FieldProblem>,
+    pub guidance: Value,
+}
+
+/// Every error code with its status and meaning, for llms.txt and the OpenAPI document.
+pub const ERROR_CODES: &[(&str, u16, &str)] = &[
+    ("invalid_request", 422, "The request is malformed or breaks a rule; `fields` lists every problem with its fix."),
+    ("body_too_large", 413, "The body is over the hard size limit stated in the message."),
+    ("unsupported_media_type", 415, "The body is declared as something other than application/json."),
+    ("not_found", 404, "No such route."),
+    ("method_not_allowed", 405, "The route exists with another method."),
+    ("store_unavailable", 503, "The store is briefly unavailable; retry after `retry_after` seconds."),
+    ("internal_error", 500, "An unexpected failure on our side; retry after `retry_after` seconds."),
+];
+
+impl ApiError {
+    /// The stable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::InvalidRequest(_) => "invalid_request",
+            ApiError::BodyTooLarge { .. } => "body_too_large",
+            ApiError::UnsupportedMediaType => "unsupported_media_type",
+            ApiError::NotFound => "not_found",
+            ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::StoreUnavailable { .. } => "store_unavailable",
+            ApiError::Internal => "internal_error",
+        }
+    }
+
+    /// The HTTP status.
+    pub fn status(&self) -> u16 {
+        match self {
+            ApiError::InvalidRequest(_) => 422,
+            ApiError::BodyTooLarge { .. } => 413,
+            ApiError::UnsupportedMediaType => 415,
+            ApiError::NotFound => 404,
+            ApiError::MethodNotAllowed => 405,
+            ApiError::StoreUnavailable { .. } => 503,
+            ApiError::Internal => 500,
+        }
+    }
+
+    /// Seconds after which a retry may succeed, for retryable errors.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            ApiError::StoreUnavailable { retry_after } => Some(*retry_after),
+            ApiError::Internal => Some(1),
+            _ => None,
+        }
+    }
+
+    /// The body of SERVICE.md §9.
+    pub fn body(&self, config: &ServiceConfig) -> ErrorBody {
+        const NOTHING_CHARGED: &str = "Nothing was charged";
+        let (message, next_actions, fields) = match self {
+            ApiError::InvalidRequest(problems) => {
+                let what: Vec<String> = problems.iter().map(|p| format!("{} {}", p.field, p.problem)).collect();
+                let names: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
+                (
+                    format!("The request is invalid: {}. {NOTHING_CHARGED}; fix the field(s) and send it again.", what.join("; ")),
+                    vec![json!({"action": "fix_request_fields", "fields": names})],
+                    problems.clone(),
+                )
+            }
+            ApiError::BodyTooLarge { limit } => (
+                format!("The body is larger than the limit of {limit} bytes. {NOTHING_CHARGED}; send a smaller body."),
+                vec![json!({"action": "shrink_request", "max_bytes": limit})],
+                vec![FieldProblem::new("body", format!("is larger than {limit} bytes"), format!("Send at most {limit} bytes."))],
+            ),
+            ApiError::UnsupportedMediaType => (
+                format!("The body must be JSON. {NOTHING_CHARGED}; send it with Content-Type: application/json."),
+                vec![json!({"action": "fix_request_fields", "fields": ["content-type"]})],
+                vec![FieldProblem::new("content-type", "is not application/json", "Send Content-Type: application/json.")],
+            ),
+            ApiError::NotFound => (
+                format!("No such route. {NOTHING_CHARGED}; see GET / for the routes."),
+                vec![json!({"action": "read_docs", "url": config.url("/")})],
+                vec![],
+            ),
+            ApiError::MethodNotAllowed => (
+                format!("This route does not take that method. {NOTHING_CHARGED}; see GET / for the routes."),
+                vec![json!({"action": "read_docs", "url": config.url("/")})],
+                vec![],
+            ),
+            ApiError::StoreUnavailable { retry_after } => (
+                format!("The store is briefly unavailable. {NOTHING_CHARGED}; retry after {retry_after} s."),
+                vec![json!({"action": "retry", "after_seconds": retry_after})],
+                vec![],
+            ),
+            ApiError::Internal => (
+                format!("Something failed on our side. {NOTHING_CHARGED}; retry shortly."),
+                vec![json!({"action": "retry", "after_seconds": 1})],
+                vec![],
+            ),
+        };
+        ErrorBody {
+            code: self.code(),
+            message,
+            status: self.status(),
+            retryable: self.retry_after().is_some(),
+            retry_after: self.retry_after(),
+            charged: false,
+            next_actions,
+            fields,
+            guidance: guidance(config),
+        }
+    }
+}
+
+/// What to do, a minimal valid request, the price and the allowance.
+pub fn guidance(config: &ServiceConfig) -> Value {
+    json!({
+        "what_to_do": "POST a JSON object with task_id, expected_schema and submitted_output to /verify/schema; add rules, bounds, enforce_rules, strict_content_check or detail as needed.",
+        "minimal_request": {
+            "task_id": "task-1",
+            "expected_schema": {"type": "object", "required": ["total"]},
+            "submitted_output": {"total": 42}
+        },
+        "price": format!("{} (USDC on Base or Solana, x402 v2) per verification after the free allowance; {} per score lookup with data", usd(config.price_verify_units), usd(config.price_score_units)),
+        "free_allowance": format!("{} free verifications per client address per UTC day, shared by REST and MCP", config.free_per_day),
+        "docs": config.url("/llms.txt"),
+    })
+}

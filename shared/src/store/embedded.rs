@@ -1,0 +1,213 @@
+//! The embedded store: one redb file in the data directory.
+//!
+//! Writes go through one writer thread that applies every waiting request in a single
+//! transaction and commits it with `Durability::Immediate` (an fsync) before any of them is
+//! answered — group commit. So an answered free call is on disk, counted and recorded, and a
+//! crash loses only calls that were never answered. Claims are evaluated in order inside the
+//! transaction, so the allowance is exact under any concurrency.
+
+use super::{AgentHistory, FreeClaim, Outcome, Store, StoreError};
+use async_trait::async_trait;
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::mpsc;
+use tokio::sync::oneshot;
+
+const ALLOWANCE: TableDefinition<&str, u64> = TableDefinition::new("allowance");
+const AGENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("agents");
+const OUTCOMES: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("outcomes");
+
+/// Most requests applied in one write transaction.
+const MAX_BATCH: usize = 512;
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct AgentStats {
+    passes: u64,
+    fails: u64,
+    first_seen: Option<String>,
+    last_seen: Option<String>,
+    next_seq: u64,
+}
+
+enum Job {
+    Claim {
+        key: String,
+        limit: u64,
+        outcome: Option<Outcome>,
+        reply: oneshot::Sender<Result<FreeClaim, StoreError>>,
+    },
+    Record {
+        outcome: Outcome,
+        reply: oneshot::Sender<Result<FreeClaim, StoreError>>,
+    },
+}
+
+/// The embedded (redb) store.
+pub struct EmbeddedStore {
+    db: Arc<Database>,
+    jobs: mpsc::Sender<Job>,
+}
+
+fn backend<E: std::fmt::Display>(e: E) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+fn allowance_key(client: &str, day: &str) -> String {
+    format!("{client}|{day}")
+}
+
+impl EmbeddedStore {
+    /// Open (or create) the store file `verifier.redb` in `dir`.
+    pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(dir).map_err(backend)?;
+        let db = Arc::new(Database::create(dir.join("verifier.redb")).map_err(backend)?);
+        {
+            let txn = db.begin_write().map_err(backend)?;
+            txn.open_table(ALLOWANCE).map_err(backend)?;
+            txn.open_table(AGENTS).map_err(backend)?;
+            txn.open_table(OUTCOMES).map_err(backend)?;
+            txn.commit().map_err(backend)?;
+        }
+        let (tx, rx) = mpsc::channel();
+        let writer_db = db.clone();
+        std::thread::Builder::new()
+            .name("store-writer".into())
+            .spawn(move || writer(writer_db, rx))
+            .map_err(backend)?;
+        Ok(EmbeddedStore { db, jobs: tx })
+    }
+
+    async fn submit(&self, make: impl FnOnce(oneshot::Sender<Result<FreeClaim, StoreError>>) -> Job) -> Result<FreeClaim, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.jobs.send(make(reply)).map_err(|_| StoreError::Unavailable)?;
+        answer.await.map_err(|_| StoreError::Unavailable)?
+    }
+}
+
+fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        match apply(&db, &batch) {
+            Ok(results) => {
+                for (job, result) in batch.into_iter().zip(results) {
+                    reply(job, Ok(result));
+                }
+            }
+            Err(e) => {
+                for job in batch {
+                    reply(job, Err(StoreError::Backend(e.clone())));
+                }
+            }
+        }
+    }
+}
+
+fn reply(job: Job, result: Result<FreeClaim, StoreError>) {
+    let sender = match job {
+        Job::Claim { reply, .. } | Job::Record { reply, .. } => reply,
+    };
+    let _ = sender.send(result);
+}
+
+fn apply(db: &Database, batch: &[Job]) -> Result<Vec<FreeClaim>, String> {
+    let txn = db.begin_write().map_err(|e| e.to_string())?;
+    let mut results = Vec::with_capacity(batch.len());
+    {
+        let mut allowance = txn.open_table(ALLOWANCE).map_err(|e| e.to_string())?;
+        let mut agents = txn.open_table(AGENTS).map_err(|e| e.to_string())?;
+        let mut outcomes = txn.open_table(OUTCOMES).map_err(|e| e.to_string())?;
+        for job in batch {
+            let (outcome, claim) = match job {
+                Job::Claim { key, limit, outcome, .. } => {
+                    let used = allowance.get(key.as_str()).map_err(|e| e.to_string())?.map_or(0, |g| g.value());
+                    if used >= *limit {
+                        results.push(FreeClaim::Exhausted { used });
+                        continue;
+                    }
+                    allowance.insert(key.as_str(), used + 1).map_err(|e| e.to_string())?;
+                    (outcome.as_ref(), FreeClaim::Granted { used: used + 1 })
+                }
+                Job::Record { outcome, .. } => (Some(outcome), FreeClaim::Granted { used: 0 }),
+            };
+            if let Some(o) = outcome {
+                let mut stats: AgentStats = agents
+                    .get(o.agent_id.as_str())
+                    .map_err(|e| e.to_string())?
+                    .and_then(|g| serde_json::from_slice(g.value()).ok())
+                    .unwrap_or_default();
+                if o.passed() {
+                    stats.passes += 1;
+                } else {
+                    stats.fails += 1;
+                }
+                stats.first_seen.get_or_insert_with(|| o.verified_at.clone());
+                stats.last_seen = Some(o.verified_at.clone());
+                let seq = stats.next_seq;
+                stats.next_seq += 1;
+                let record = serde_json::to_vec(o).map_err(|e| e.to_string())?;
+                outcomes.insert((o.agent_id.as_str(), seq), record.as_slice()).map_err(|e| e.to_string())?;
+                let stats_bytes = serde_json::to_vec(&stats).map_err(|e| e.to_string())?;
+                agents.insert(o.agent_id.as_str(), stats_bytes.as_slice()).map_err(|e| e.to_string())?;
+            }
+            results.push(claim);
+        }
+    }
+    txn.commit().map_err(|e| e.to_string())?;
+    Ok(results)
+}
+
+#[async_trait]
+impl Store for EmbeddedStore {
+    async fn claim_free(&self, client: &str, day: &str, limit: u64, outcome: Option<Outcome>) -> Result<FreeClaim, StoreError> {
+        let key = allowance_key(client, day);
+        self.submit(|reply| Job::Claim { key, limit, outcome, reply }).await
+    }
+
+    async fn free_used(&self, client: &str, day: &str) -> Result<u64, StoreError> {
+        let txn = self.db.begin_read().map_err(backend)?;
+        let table = txn.open_table(ALLOWANCE).map_err(backend)?;
+        Ok(table
+            .get(allowance_key(client, day).as_str())
+            .map_err(backend)?
+            .map_or(0, |g| g.value()))
+    }
+
+    async fn record(&self, outcome: Outcome) -> Result<(), StoreError> {
+        self.submit(|reply| Job::Record { outcome, reply }).await.map(|_| ())
+    }
+
+    async fn history(&self, agent_id: &str, recent: usize) -> Result<AgentHistory, StoreError> {
+        let txn = self.db.begin_read().map_err(backend)?;
+        let agents = txn.open_table(AGENTS).map_err(backend)?;
+        let Some(stats) = agents.get(agent_id).map_err(backend)? else {
+            return Ok(AgentHistory::default());
+        };
+        let stats: AgentStats = serde_json::from_slice(stats.value()).map_err(backend)?;
+        let outcomes = txn.open_table(OUTCOMES).map_err(backend)?;
+        let mut list = Vec::with_capacity(recent);
+        for item in outcomes
+            .range((agent_id, 0u64)..(agent_id, u64::MAX))
+            .map_err(backend)?
+            .rev()
+            .take(recent)
+        {
+            let (_, v) = item.map_err(backend)?;
+            list.push(serde_json::from_slice(v.value()).map_err(backend)?);
+        }
+        Ok(AgentHistory {
+            passes: stats.passes,
+            fails: stats.fails,
+            first_seen: stats.first_seen,
+            last_seen: stats.last_seen,
+            recent: list,
+        })
+    }
+}

@@ -1,0 +1,72 @@
+//! Storage ports: the free allowance and the per-agent history. Two adapters implement them:
+//! the embedded store (local server) and DynamoDB (production).
+
+pub mod embedded;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// One verification's outcome, as an agent's history keeps it (no task content).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub agent_id: String,
+    pub verification_id: String,
+    /// `pass` or `fail`.
+    pub result: String,
+    pub verified_at: String,
+}
+
+impl Outcome {
+    /// Whether the verification passed.
+    pub fn passed(&self) -> bool {
+        self.result == "pass"
+    }
+}
+
+/// The answer of a free-allowance claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FreeClaim {
+    /// Granted; `used` counts this call.
+    Granted { used: u64 },
+    /// The day's allowance is spent; nothing was recorded.
+    Exhausted { used: u64 },
+}
+
+/// An agent's pass/fail counts and most recent outcomes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentHistory {
+    pub passes: u64,
+    pub fails: u64,
+    pub first_seen: Option<String>,
+    pub last_seen: Option<String>,
+    /// Newest first.
+    pub recent: Vec<Outcome>,
+}
+
+/// Store failures; all are retryable from the caller's point of view.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The backend is busy or briefly unreachable.
+    #[error("the store is temporarily unavailable")]
+    Unavailable,
+    /// The backend failed.
+    #[error("the store failed: {0}")]
+    Backend(String),
+}
+
+/// The free allowance and agent history.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Claim one free call for `client` on `day` if fewer than `limit` were used, and record
+    /// `outcome` in the same atomic step. Exhausted claims record nothing.
+    async fn claim_free(&self, client: &str, day: &str, limit: u64, outcome: Option<Outcome>) -> Result<FreeClaim, StoreError>;
+
+    /// Free calls `client` used on `day`.
+    async fn free_used(&self, client: &str, day: &str) -> Result<u64, StoreError>;
+
+    /// Record a paid verification's outcome.
+    async fn record(&self, outcome: Outcome) -> Result<(), StoreError>;
+
+    /// An agent's history with up to `recent` newest outcomes.
+    async fn history(&self, agent_id: &str, recent: usize) -> Result<AgentHistory, StoreError>;
+}

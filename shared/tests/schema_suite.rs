@@ -1,0 +1,248 @@
+//! The official JSON-Schema-Test-Suite (required tests, draft 2020-12 and draft 7) run through
+//! the real pipeline: `VerifyRequest::from_value` → `Engine::verify` → the signed body's
+//! `result`. Remote references (`http://localhost:1234/...`) are served from memory out of
+//! `tests/data/json-schema-test-suite/remotes/`; nothing touches the network.
+//!
+//! Run with `--nocapture` to see the per-draft counts.
+
+use jsonschema::{Draft, Retrieve, Uri};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use verifier_core::checks::schema::SchemaOptions;
+use verifier_core::{Engine, EngineConfig, EngineError, SigningIdentity, VerifyRequest};
+
+const REMOTE_BASE: &str = "http://localhost:1234/";
+
+/// Suite cases where our verdict honestly differs from the suite's, keyed by
+/// `(draft dir, file, case description, test description)`, each with its reason.
+/// A `*` test description covers every test of the case.
+const ALLOWED_DISAGREEMENTS: &[(&str, &str, &str, &str, &str)] = &[
+    (
+        "draft2020-12",
+        "vocabulary.json",
+        "schema that uses custom metaschema with with no validation vocabulary",
+        "*",
+        "a custom $schema meta-schema URI is refused by design (SchemaError::UnknownDraft); the service only accepts the five official drafts",
+    ),
+    (
+        "draft2020-12",
+        "vocabulary.json",
+        "ignore unrecognized optional vocabulary",
+        "*",
+        "a custom $schema meta-schema URI is refused by design (SchemaError::UnknownDraft); the service only accepts the five official drafts",
+    ),
+];
+
+fn suite_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/json-schema-test-suite")
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
+}
+
+/// Every `.json` file under `dir`, recursively, with its path relative to `dir` ('/'-separated).
+fn json_files(dir: &Path, prefix: &str, out: &mut Vec<(String, PathBuf)>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("list {}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        let name = path.file_name().expect("file name").to_string_lossy().into_owned();
+        if path.is_dir() {
+            json_files(&path, &format!("{prefix}{name}/"), out);
+        } else if name.ends_with(".json") {
+            out.push((format!("{prefix}{name}"), path));
+        }
+    }
+}
+
+/// Serves `http://localhost:1234/<path>` from the suite's `remotes/` directory, all loaded
+/// into memory up front.
+struct SuiteRemotes {
+    documents: HashMap<String, Value>,
+}
+
+impl SuiteRemotes {
+    fn load() -> Self {
+        let mut files = Vec::new();
+        json_files(&suite_root().join("remotes"), "", &mut files);
+        let documents: HashMap<String, Value> = files
+            .into_iter()
+            .map(|(rel, path)| (format!("{REMOTE_BASE}{rel}"), read_json(&path)))
+            .collect();
+        assert!(
+            documents.len() > 20,
+            "expected the suite's remotes to be present, found {}",
+            documents.len()
+        );
+        SuiteRemotes { documents }
+    }
+}
+
+impl Retrieve for SuiteRemotes {
+    fn retrieve(&self, uri: &Uri<String>) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        let key = uri.as_str().split('#').next().unwrap_or_default();
+        self.documents
+            .get(key)
+            .cloned()
+            .ok_or_else(|| format!("no in-memory remote for {key}").into())
+    }
+}
+
+#[derive(Debug)]
+enum Disagreement {
+    /// The request layer refused the request.
+    Request(String),
+    /// The engine refused (compile error or canonicalization failure).
+    Engine(String),
+    /// The verdict differs from the suite's.
+    Verdict { expected_valid: bool, result: String },
+}
+
+#[derive(Default)]
+struct Tally {
+    cases: usize,
+    tests: usize,
+    agreements: usize,
+    allowed: Vec<String>,
+    disagreements: Vec<String>,
+}
+
+fn allowed_reason(draft_dir: &str, file: &str, case: &str, test: &str) -> Option<&'static str> {
+    ALLOWED_DISAGREEMENTS
+        .iter()
+        .find(|(d, f, c, t, _)| *d == draft_dir && *f == file && *c == case && (*t == "*" || *t == test))
+        .map(|entry| entry.4)
+}
+
+fn run_one(engine: &Engine, signer: &SigningIdentity, schema: &Value, data: &Value, valid: bool) -> Result<(), Disagreement> {
+    let request = json!({
+        "task_id": "json-schema-test-suite",
+        "expected_schema": schema,
+        "submitted_output": data,
+    });
+    let req = VerifyRequest::from_value(request).map_err(|e| Disagreement::Request(format!("{:?}", e.problems)))?;
+    let verification = engine
+        .verify(&req, signer, time::OffsetDateTime::now_utc())
+        .map_err(|e| match e {
+            EngineError::Invalid(inv) => Disagreement::Engine(format!("{:?}", inv.problems)),
+            other => Disagreement::Engine(other.to_string()),
+        })?;
+    let body: Value = serde_json::from_slice(&verification.body).expect("the response body is JSON");
+    let result = body["result"].as_str().expect("the response has a result").to_owned();
+    assert_eq!(verification.passed, result == "pass", "Verification::passed agrees with the body");
+    if (result == "pass") == valid {
+        Ok(())
+    } else {
+        Err(Disagreement::Verdict { expected_valid: valid, result })
+    }
+}
+
+fn run_draft(draft_dir: &str, draft: Option<Draft>, remotes: &Arc<SuiteRemotes>) -> Tally {
+    let retriever: Arc<dyn Retrieve> = remotes.clone();
+    let engine = Engine::with_schema_options(
+        EngineConfig::default(),
+        SchemaOptions {
+            retriever: Some(retriever),
+            draft,
+            validate_formats: None,
+        },
+    );
+    let signer = SigningIdentity::from_seed("t", &[1; 32]).expect("a 32-byte seed is a valid key");
+    let dir = suite_root().join("tests").join(draft_dir);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("list {}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(files.len() > 30, "expected the {draft_dir} suite files, found {}", files.len());
+
+    let mut tally = Tally::default();
+    for path in files {
+        let file = path.file_name().expect("file name").to_string_lossy().into_owned();
+        let cases = read_json(&path);
+        for case in cases.as_array().expect("a suite file is an array of cases") {
+            tally.cases += 1;
+            let case_desc = case["description"].as_str().expect("case description");
+            let schema = &case["schema"];
+            for test in case["tests"].as_array().expect("case tests") {
+                tally.tests += 1;
+                let test_desc = test["description"].as_str().expect("test description");
+                let valid = test["valid"].as_bool().expect("test validity");
+                match run_one(&engine, &signer, schema, &test["data"], valid) {
+                    Ok(()) => tally.agreements += 1,
+                    Err(d) => {
+                        let line = format!("{file} :: {case_desc} :: {test_desc} => {d:?}");
+                        if allowed_reason(draft_dir, &file, case_desc, test_desc).is_some() {
+                            tally.allowed.push(line);
+                        } else {
+                            tally.disagreements.push(line);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    tally
+}
+
+fn check_draft(draft_dir: &str, draft: Option<Draft>) {
+    let remotes = Arc::new(SuiteRemotes::load());
+    let tally = run_draft(draft_dir, draft, &remotes);
+    println!(
+        "{draft_dir}: {} cases, {} tests, {} agree, {} allow-listed, {} unexpected disagreements",
+        tally.cases,
+        tally.tests,
+        tally.agreements,
+        tally.allowed.len(),
+        tally.disagreements.len()
+    );
+    for line in &tally.allowed {
+        println!("  allowed: {line}");
+    }
+    // Every allow-list entry for this draft must still be needed.
+    let mut used: BTreeMap<(&str, &str), bool> = BTreeMap::new();
+    for (d, f, c, _, _) in ALLOWED_DISAGREEMENTS.iter().filter(|e| e.0 == draft_dir) {
+        let hit = tally.allowed.iter().any(|l| l.starts_with(&format!("{f} :: {c} :: ")));
+        used.insert((d, c), hit);
+    }
+    let stale: Vec<_> = used.iter().filter(|(_, hit)| !**hit).map(|(k, _)| k.1).collect();
+    assert!(stale.is_empty(), "allow-list entries no longer needed for {draft_dir}: {stale:?}");
+    assert!(
+        tally.disagreements.is_empty(),
+        "{draft_dir}: {} of {} tests disagree with the suite:\n{}",
+        tally.disagreements.len(),
+        tally.tests,
+        tally.disagreements.join("\n")
+    );
+    assert_eq!(tally.agreements + tally.allowed.len(), tally.tests);
+    assert!(tally.tests > 900, "{draft_dir}: only {} tests ran", tally.tests);
+}
+
+#[test]
+fn draft2020_12_required_suite_agrees() {
+    check_draft("draft2020-12", None);
+}
+
+#[test]
+fn draft7_required_suite_agrees() {
+    check_draft("draft7", Some(Draft::Draft7));
+}
+
+#[test]
+fn remotes_are_served_from_memory_only() {
+    let remotes = SuiteRemotes::load();
+    let uri: Uri<String> = jsonschema::uri::from_str("http://localhost:1234/integer.json").expect("a valid URI");
+    assert_eq!(
+        remotes.retrieve(&uri).expect("integer.json is a suite remote"),
+        json!({"type": "integer"})
+    );
+    let missing: Uri<String> = jsonschema::uri::from_str("http://localhost:1234/nope.json").expect("a valid URI");
+    assert!(remotes.retrieve(&missing).is_err(), "unknown remotes are refused, not fetched");
+}
