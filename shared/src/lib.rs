@@ -26,3 +26,8 @@ pub mod store;
 pub use engine::{Engine, EngineConfig, EngineError, Verification};
 pub use keys::{PublicKeyEntry, SigningIdentity};
 pub use request::{FieldProblem, InvalidRequest, VerifyRequest};
+
+/// The caller's network address as the edge saw it: the socket peer locally,
+/// `requestContext.http.sourceIp` on Lambda; never a client-supplied header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientAddr(pub String);

@@ -7,7 +7,7 @@
 
 use jsonschema::{Draft, Retrieve, Uri};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use verifier_core::checks::schema::SchemaOptions;
@@ -94,7 +94,6 @@ impl Retrieve for SuiteRemotes {
     }
 }
 
-#[derive(Debug)]
 enum Disagreement {
     /// The request layer refused the request.
     Request(String),
@@ -102,6 +101,18 @@ enum Disagreement {
     Engine(String),
     /// The verdict differs from the suite's.
     Verdict { expected_valid: bool, result: String },
+}
+
+impl std::fmt::Display for Disagreement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Disagreement::Request(problems) => write!(f, "request refused: {problems}"),
+            Disagreement::Engine(why) => write!(f, "engine refused: {why}"),
+            Disagreement::Verdict { expected_valid, result } => {
+                write!(f, "suite says valid={expected_valid}, pipeline said {result}")
+            }
+        }
+    }
 }
 
 #[derive(Default)]
@@ -178,7 +189,7 @@ fn run_draft(draft_dir: &str, draft: Option<Draft>, remotes: &Arc<SuiteRemotes>)
                 match run_one(&engine, &signer, schema, &test["data"], valid) {
                     Ok(()) => tally.agreements += 1,
                     Err(d) => {
-                        let line = format!("{file} :: {case_desc} :: {test_desc} => {d:?}");
+                        let line = format!("{file} :: {case_desc} :: {test_desc} => {d}");
                         if allowed_reason(draft_dir, &file, case_desc, test_desc).is_some() {
                             tally.allowed.push(line);
                         } else {
@@ -207,12 +218,13 @@ fn check_draft(draft_dir: &str, draft: Option<Draft>) {
         println!("  allowed: {line}");
     }
     // Every allow-list entry for this draft must still be needed.
-    let mut used: BTreeMap<(&str, &str), bool> = BTreeMap::new();
-    for (d, f, c, _, _) in ALLOWED_DISAGREEMENTS.iter().filter(|e| e.0 == draft_dir) {
-        let hit = tally.allowed.iter().any(|l| l.starts_with(&format!("{f} :: {c} :: ")));
-        used.insert((d, c), hit);
-    }
-    let stale: Vec<_> = used.iter().filter(|(_, hit)| !**hit).map(|(k, _)| k.1).collect();
+    let stale: Vec<&str> = ALLOWED_DISAGREEMENTS
+        .iter()
+        .filter(|(d, f, c, _, _)| {
+            *d == draft_dir && !tally.allowed.iter().any(|l| l.starts_with(&format!("{f} :: {c} :: ")))
+        })
+        .map(|e| e.2)
+        .collect();
     assert!(stale.is_empty(), "allow-list entries no longer needed for {draft_dir}: {stale:?}");
     assert!(
         tally.disagreements.is_empty(),

@@ -1,0 +1,127 @@
+//! Command-line interface; every `serve` option also reads an environment variable.
+
+use clap::{Args, Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// The Agent Output Verifier.
+#[derive(Debug, Parser)]
+#[command(name = "verifier", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve every route of the API on one port, on the embedded store.
+    Serve(ServeOpts),
+    /// Check an output offline and print the signed response (exit 0 pass, 1 fail, 2 bad input).
+    Verify(VerifyOpts),
+    /// Work with receipts.
+    Receipt {
+        #[command(subcommand)]
+        action: ReceiptAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReceiptAction {
+    /// Verify a signed response against a key list or a live agent card (exit 0 when valid).
+    Verify(ReceiptOpts),
+}
+
+/// Options of `serve`.
+#[derive(Debug, Args)]
+pub struct ServeOpts {
+    /// Address to listen on.
+    #[arg(long, env = "VERIFIER_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Directory of the embedded store and the local signing key.
+    #[arg(long, env = "VERIFIER_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// Base URL used in documents and receipts (default: http://<listen>).
+    #[arg(long, env = "VERIFIER_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Free verifications per client address per UTC day.
+    #[arg(long, env = "VERIFIER_FREE_ALLOWANCE_PER_DAY", default_value_t = 1000)]
+    pub free_allowance_per_day: u64,
+    /// Bodies above this many bytes are never free (they go to payment).
+    #[arg(long, env = "VERIFIER_FREE_BODY_LIMIT_BYTES", default_value_t = 65_536)]
+    pub free_body_limit_bytes: usize,
+    /// Bodies above this many bytes are refused with 413.
+    #[arg(long, env = "VERIFIER_MAX_BODY_BYTES", default_value_t = 1_048_576)]
+    pub max_body_bytes: usize,
+    /// Price of a verification in USDC atomic units (6 decimals; 20000 = $0.02).
+    #[arg(long, env = "VERIFIER_PRICE_VERIFY_UNITS", default_value_t = 20_000)]
+    pub price_verify_units: u64,
+    /// Price of a score lookup in USDC atomic units (10000 = $0.01).
+    #[arg(long, env = "VERIFIER_PRICE_SCORE_UNITS", default_value_t = 10_000)]
+    pub price_score_units: u64,
+    /// Base (eip155:8453) address that receives payments.
+    #[arg(long, env = "VERIFIER_PAY_TO_BASE")]
+    pub pay_to_base: Option<String>,
+    /// Solana address that receives payments.
+    #[arg(long, env = "VERIFIER_PAY_TO_SOLANA")]
+    pub pay_to_solana: Option<String>,
+    /// The facilitator's Solana fee payer, offered as `extra.feePayer`.
+    #[arg(long, env = "VERIFIER_SOLANA_FEE_PAYER")]
+    pub solana_fee_payer: Option<String>,
+    /// Compiled schemas kept in memory.
+    #[arg(long, env = "VERIFIER_SCHEMA_CACHE_ENTRIES", default_value_t = 1024)]
+    pub schema_cache_entries: usize,
+    /// Log format: `text` or `json`.
+    #[arg(long, env = "VERIFIER_LOG_FORMAT", default_value = "text")]
+    pub log_format: String,
+}
+
+/// Options of `verify`.
+#[derive(Debug, Args)]
+pub struct VerifyOpts {
+    /// The JSON Schema file.
+    #[arg(long)]
+    pub schema: PathBuf,
+    /// The output under test.
+    #[arg(long)]
+    pub output: PathBuf,
+    /// A JSON array of rules.
+    #[arg(long)]
+    pub rules: Option<PathBuf>,
+    /// A JSON object of bounds.
+    #[arg(long)]
+    pub bounds: Option<PathBuf>,
+    /// Make rule violations fail the result.
+    #[arg(long)]
+    pub enforce_rules: bool,
+    /// Also run the content checks, as blocking checks.
+    #[arg(long)]
+    pub strict: bool,
+    /// Print the compact response.
+    #[arg(long)]
+    pub compact: bool,
+    /// The task ID stated in the receipt.
+    #[arg(long, default_value = "cli")]
+    pub task_id: String,
+    /// The agent ID stated in the receipt.
+    #[arg(long)]
+    pub agent_id: Option<String>,
+    /// Directory of the local signing key (made on first use).
+    #[arg(long, env = "VERIFIER_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// Base URL stated in the receipt.
+    #[arg(long, env = "VERIFIER_PUBLIC_URL", default_value = "http://127.0.0.1:8080")]
+    pub public_url: String,
+}
+
+/// Options of `receipt verify`.
+#[derive(Debug, Args)]
+pub struct ReceiptOpts {
+    /// The signed response (JSON file).
+    pub response: PathBuf,
+    /// A JSON array of public-key entries, or a whole agent card.
+    #[arg(long, conflicts_with = "agent_card", required_unless_present = "agent_card")]
+    pub keys: Option<PathBuf>,
+    /// The agent card URL to fetch the keys from.
+    #[arg(long)]
+    pub agent_card: Option<String>,
+}

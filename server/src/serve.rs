@@ -1,0 +1,166 @@
+//! `verifier serve`: every function's router merged on one port, on the embedded store.
+
+use crate::cli::ServeOpts;
+use crate::keyfile;
+use axum::Router;
+use axum::extract::{ConnectInfo, MatchedPath, Request};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+use verifier_core::clock::{Clock, SystemClock};
+use verifier_core::config::ServiceConfig;
+use verifier_core::errors::ApiError;
+use verifier_core::keys::KeySource;
+use verifier_core::store::Store;
+use verifier_core::store::embedded::EmbeddedStore;
+use verifier_core::{ClientAddr, Engine, EngineConfig};
+use verify_function::VerifyState;
+use verify_function::respond::{self, PricePath};
+
+/// Everything the local server is built from.
+pub struct LocalServer {
+    pub config: ServiceConfig,
+    pub keys: Arc<dyn KeySource>,
+    pub store: Arc<dyn Store>,
+    pub clock: Arc<dyn Clock>,
+    pub schema_cache_entries: usize,
+}
+
+/// The merged router of every function.
+pub fn app(parts: LocalServer) -> Router {
+    let engine = Engine::new(EngineConfig {
+        public_url: parts.config.public_url.clone(),
+        list_cap: 50,
+        cache_capacity: parts.schema_cache_entries,
+    });
+    let config = Arc::new(parts.config.clone());
+    let verify = Arc::new(VerifyState {
+        engine,
+        keys: parts.keys,
+        store: parts.store,
+        config: parts.config,
+        clock: parts.clock,
+    });
+    Router::new()
+        .merge(verify_function::router(verify))
+        .route_layer(middleware::from_fn(log_request))
+        .fallback(move || not_found(config.clone()))
+        .layer(middleware::from_fn(client_address))
+}
+
+async fn not_found(config: Arc<ServiceConfig>) -> Response {
+    let response = respond::error(&ApiError::NotFound, &config);
+    tracing::info!(route = "<none>", status = 404, "request");
+    response
+}
+
+/// The client address is the socket peer, never a header the client sets.
+async fn client_address(mut req: Request, next: Next) -> Response {
+    if let Some(ConnectInfo(peer)) = req.extensions().get::<ConnectInfo<SocketAddr>>().copied() {
+        req.extensions_mut().insert(ClientAddr(peer.ip().to_string()));
+    }
+    next.run(req).await
+}
+
+/// One log line per request: route, status, latency and price path; never a body.
+async fn log_request(req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = req.method().clone();
+    let route = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_default();
+    let response = next.run(req).await;
+    let path = response.extensions().get::<PricePath>().copied().unwrap_or(PricePath::NotCharged);
+    tracing::info!(
+        method = %method,
+        route = %route,
+        status = response.status().as_u16(),
+        latency_us = started.elapsed().as_micros() as u64,
+        price_path = path.as_str(),
+        "request"
+    );
+    response
+}
+
+fn init_logging(format: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
+    if format == "json" {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+/// Run the server until Ctrl-C or SIGTERM.
+pub fn run(opts: ServeOpts) -> ExitCode {
+    init_logging(&opts.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(serve(opts)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("verifier: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
+    let keys = keyfile::load_or_create(&opts.data_dir)?;
+    let store = EmbeddedStore::open(&opts.data_dir)?;
+    let listener = tokio::net::TcpListener::bind(opts.listen).await?;
+    let local = listener.local_addr()?;
+    let config = ServiceConfig {
+        public_url: opts.public_url.clone().unwrap_or_else(|| format!("http://{local}")).trim_end_matches('/').to_owned(),
+        free_per_day: opts.free_allowance_per_day,
+        free_body_limit: opts.free_body_limit_bytes.min(opts.max_body_bytes),
+        hard_body_limit: opts.max_body_bytes,
+        price_verify_units: opts.price_verify_units,
+        price_score_units: opts.price_score_units,
+        pay_to_base: opts.pay_to_base.clone(),
+        pay_to_solana: opts.pay_to_solana.clone(),
+        solana_fee_payer: opts.solana_fee_payer.clone(),
+        payment_timeout_seconds: 60,
+    };
+    if config.pay_to_base.is_none() && config.pay_to_solana.is_none() {
+        tracing::warn!("no pay-to address configured (VERIFIER_PAY_TO_BASE / VERIFIER_PAY_TO_SOLANA): 402 answers offer no payment option");
+    }
+    let key_version = keys.current().key_version().to_owned();
+    let app = app(LocalServer {
+        config,
+        keys: Arc::new(keys),
+        store: Arc::new(store),
+        clock: Arc::new(SystemClock),
+        schema_cache_entries: opts.schema_cache_entries,
+    });
+    tracing::info!(listen = %local, data_dir = %opts.data_dir.display(), key_version = %key_version, "verifier listening");
+    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(shutdown())
+        .await?;
+    Ok(())
+}
+
+async fn shutdown() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
