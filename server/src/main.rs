@@ -1,19 +1,16 @@
 //! `verifier`: the whole API on one local port (`serve`), offline checks (`verify`) and a
 //! receipt checker for buyers (`receipt verify`).
 
-mod cli;
-mod keyfile;
-mod offline;
-mod serve;
-
 use clap::Parser;
 use std::process::ExitCode;
+use verifier::cli::{Cli, Command, ReceiptAction};
+use verifier::{offline, serve};
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let args = Cli::parse();
     match args.command {
-        cli::Command::Serve(opts) => serve::run(opts),
-        cli::Command::Verify(opts) => offline::verify(opts),
-        cli::Command::Receipt { action: cli::ReceiptAction::Verify(opts) } => offline::verify_receipt(opts),
+        Command::Serve(opts) => serve::run(opts),
+        Command::Verify(opts) => offline::verify(opts),
+        Command::Receipt { action: ReceiptAction::Verify(opts) } => offline::verify_receipt(opts),
     }
 }

@@ -1,0 +1,227 @@
+//! The local server over real HTTP on loopback: allowance exactness under concurrency, the
+//! UTC-day reset, errors that never echo input, limits, and persistence across restarts.
+
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use time::macros::datetime;
+use verifier::serve::{LocalServer, app};
+use verifier_core::clock::{Clock, ManualClock, SystemClock};
+use verifier_core::config::ServiceConfig;
+use verifier_core::keys::{SigningIdentity, StaticKeys};
+use verifier_core::store::Store;
+use verifier_core::store::embedded::EmbeddedStore;
+
+const INVOICE: &str = include_str!("../../shared/tests/data/hosted-receipts.json");
+
+fn invoice_request() -> String {
+    let data: Value = serde_json::from_str(INVOICE).expect("json");
+    data["receipts"][0]["request_body_json"].as_str().expect("body").to_owned()
+}
+
+struct Running {
+    base: String,
+    _dir: tempfile::TempDir,
+    store: Arc<EmbeddedStore>,
+}
+
+async fn start(free_per_day: u64, clock: Arc<dyn Clock>) -> Running {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(EmbeddedStore::open(dir.path()).expect("store"));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let config = ServiceConfig {
+        public_url: format!("http://{addr}"),
+        free_per_day,
+        free_body_limit: 16 * 1024,
+        hard_body_limit: 64 * 1024,
+        pay_to_base: Some("0x1111111111111111111111111111111111111111".into()),
+        ..ServiceConfig::default()
+    };
+    let router = app(LocalServer {
+        config,
+        keys: Arc::new(StaticKeys::new(SigningIdentity::from_seed("test-key", &[3u8; 32]).expect("key"), vec![])),
+        store: store.clone(),
+        clock,
+        schema_cache_entries: 64,
+    });
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>()).await;
+    });
+    Running { base: format!("http://{addr}"), _dir: dir, store }
+}
+
+async fn post(client: &reqwest::Client, url: &str, body: impl Into<reqwest::Body>) -> (u16, reqwest::header::HeaderMap, Value) {
+    let r = client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("send");
+    let status = r.status().as_u16();
+    let headers = r.headers().clone();
+    let bytes = r.bytes().await.expect("body");
+    (status, headers, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allowance_is_exact_under_100_concurrent_requests() {
+    let server = start(20, Arc::new(SystemClock)).await;
+    let client = reqwest::Client::new();
+    let url = format!("{}/verify/schema", server.base);
+    let body = invoice_request().replace("test-seller-invoice-agent", "seller-concurrency");
+    let mut tasks = Vec::new();
+    for _ in 0..100 {
+        let (client, url, body) = (client.clone(), url.clone(), body.clone());
+        tasks.push(tokio::spawn(async move { post(&client, &url, body).await }));
+    }
+    let mut ok = 0;
+    let mut paid = 0;
+    let mut remaining = Vec::new();
+    for t in tasks {
+        let (status, headers, _) = t.await.expect("task");
+        match status {
+            200 => {
+                ok += 1;
+                remaining.push(headers["free-allowance-remaining"].to_str().expect("h").parse::<u64>().expect("n"));
+            }
+            402 => paid += 1,
+            other => panic!("unexpected status {other}"),
+        }
+    }
+    assert_eq!((ok, paid), (20, 80));
+    remaining.sort_unstable();
+    assert_eq!(remaining, (0..20).collect::<Vec<u64>>(), "the headers count down 19..0");
+    let history = server.store.history("seller-concurrency", 100).await.expect("history");
+    assert_eq!(history.passes + history.fails, 20, "every answered call is recorded, no other");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_utc_day_resets_the_allowance() {
+    let clock = Arc::new(ManualClock::new(datetime!(2026-12-02 23:59:58 UTC)));
+    let server = start(2, clock.clone()).await;
+    let client = reqwest::Client::new();
+    let url = format!("{}/verify/schema", server.base);
+    for expected in [200, 200, 402] {
+        let (status, headers, body) = post(&client, &url, invoice_request()).await;
+        assert_eq!(status, expected);
+        if status == 402 {
+            assert_eq!(body["free_trial"]["code"], "free_trial_exhausted");
+            assert_eq!(body["free_trial"]["resets_at"], "2026-12-03T00:00:00Z");
+            assert!(headers.contains_key("payment-required"));
+        } else {
+            assert_eq!(headers["free-allowance-resets"], "2026-12-03T00:00:00Z");
+        }
+    }
+    clock.set(datetime!(2026-12-03 00:00:01 UTC));
+    let (status, headers, _) = post(&client, &url, invoice_request()).await;
+    assert_eq!(status, 200);
+    assert_eq!(headers["free-allowance-remaining"], "1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_never_echo_a_planted_marker() {
+    let server = start(100, Arc::new(SystemClock)).await;
+    let client = reqwest::Client::new();
+    let url = format!("{}/verify/schema", server.base);
+    let m = "MARKER-c0ffee-91";
+    let bad_bodies = vec![
+        json!({"task_id": m, "expected_schema": {"type": "object"}}).to_string(),
+        json!({"task_id": m.repeat(20), "expected_schema": {}, "submitted_output": 1}).to_string(),
+        json!({"task_id": "t", "agent_id": 5, "expected_schema": {"type": m}, "submitted_output": m}).to_string(),
+        json!({"task_id": "t", "expected_schema": {}, "submitted_output": 1, m: true}).to_string(),
+        json!({"task_id": "t", "expected_schema": {}, "submitted_output": 1, "rules": [{"type": m, "field": m}]}).to_string(),
+        json!({"task_id": "t", "expected_schema": {}, "submitted_output": 1, "rules": [{"type": "unique", "field": format!("{m}[0]")}]}).to_string(),
+        json!({"task_id": "t", "expected_schema": {}, "submitted_output": 1, "bounds": {format!("{m}..x"): {"min": 1}}}).to_string(),
+        json!({"task_id": "t", "expected_schema": {"$ref": format!("http://127.0.0.1:9/{m}.json")}, "submitted_output": 1}).to_string(),
+        json!({"task_id": "t", "expected_schema": {"pattern": format!("(?<={m})x")}, "submitted_output": "x"}).to_string(),
+        json!({"task_id": "t", "expected_schema": {"$schema": format!("http://{m}/schema")}, "submitted_output": 1}).to_string(),
+        format!(r#"{{"task_id": "t", "expected_schema": {{}}, "submitted_output": {{"{m}": 1, "{m}": 2}}}}"#),
+        format!(r#"{{"task_id": "{m}", "expected_schema": {{}}, "submitted_output": 9007199254740993}}"#),
+        format!(r#"{{"task_id": "{m}", "expected_schema": "#),
+        format!(r#"{{"task_id": "{m}" "#),
+        format!("[\"{m}\"]"),
+    ];
+    for body in bad_bodies {
+        let r = client.post(&url).header("content-type", "application/json").body(body.clone()).send().await.expect("send");
+        let status = r.status().as_u16();
+        let text = r.text().await.expect("text");
+        assert_eq!(status, 422, "{body} → {text}");
+        assert!(!text.contains("MARKER"), "echoed: {text}");
+        let v: Value = serde_json::from_str(&text).expect("error json");
+        assert_eq!(v["code"], "invalid_request");
+        assert_eq!(v["charged"], false);
+        assert!(!v["fields"].as_array().expect("fields").is_empty());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_probe_media_type_and_methods() {
+    let server = start(100, Arc::new(SystemClock)).await;
+    let client = reqwest::Client::new();
+    let url = format!("{}/verify/schema", server.base);
+    // Over the hard limit (64 KiB here): 413 stating the limit.
+    let big = json!({"task_id": "t", "expected_schema": {}, "submitted_output": "x".repeat(70_000)}).to_string();
+    let (status, _, body) = post(&client, &url, big).await;
+    assert_eq!(status, 413);
+    assert!(body["message"].as_str().expect("m").contains("65536"));
+    // Between the free and hard limits: payment, allowance untouched.
+    let mid = json!({"task_id": "t", "expected_schema": {}, "submitted_output": "x".repeat(20_000)}).to_string();
+    let (status, _, body) = post(&client, &url, mid).await;
+    assert_eq!(status, 402);
+    assert_eq!(body["free_trial"]["remaining_calls_today"], 100);
+    // No body: the x402 discovery probe.
+    let r = client.post(&url).send().await.expect("send");
+    assert_eq!(r.status().as_u16(), 402);
+    assert!(r.headers().contains_key("payment-required"));
+    // Not JSON.
+    let r = client.post(&url).header("content-type", "text/plain").body("hello").send().await.expect("send");
+    assert_eq!(r.status().as_u16(), 415);
+    // Wrong method and unknown route: the error shape.
+    let r = client.get(&url).send().await.expect("send");
+    assert_eq!(r.status().as_u16(), 405);
+    let v: Value = serde_json::from_slice(&r.bytes().await.expect("bytes")).expect("json");
+    assert_eq!(v["code"], "method_not_allowed");
+    let r = client.get(format!("{}/nope", server.base)).send().await.expect("send");
+    assert_eq!(r.status().as_u16(), 404);
+    // A request carrying a payment is never answered for free.
+    let r = client
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("payment-signature", "e30=")
+        .body(invoice_request())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 402);
+    // X-Forwarded-For does not change who the client is.
+    let (status, headers, _) = post(&client, &url, invoice_request()).await;
+    assert_eq!(status, 200);
+    let before: u64 = headers["free-allowance-remaining"].to_str().expect("h").parse().expect("n");
+    let r = client
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("x-forwarded-for", "203.0.113.9")
+        .body(invoice_request())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.headers()["free-allowance-remaining"].to_str().expect("h").parse::<u64>().expect("n"), before - 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_ids_and_null_agents_leave_no_history() {
+    let server = start(100, Arc::new(SystemClock)).await;
+    let client = reqwest::Client::new();
+    let url = format!("{}/verify/schema", server.base);
+    let (status, _, _) = post(&client, &url, invoice_request()).await;
+    assert_eq!(status, 200);
+    let h = server.store.history("test-seller-invoice-agent", 10).await.expect("h");
+    assert_eq!(h.passes + h.fails, 0);
+    let named = invoice_request().replace("test-seller-invoice-agent", "seller-9");
+    post(&client, &url, named.clone()).await;
+    post(&client, &format!("{}/verify/deliverable", server.base), named).await;
+    let h = server.store.history("seller-9", 10).await.expect("h");
+    assert_eq!((h.passes, h.fails, h.recent.len()), (0, 2, 2));
+}
