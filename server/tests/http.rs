@@ -225,3 +225,40 @@ async fn test_ids_and_null_agents_leave_no_history() {
     let h = server.store.history("seller-9", 10).await.expect("h");
     assert_eq!((h.passes, h.fails, h.recent.len()), (0, 2, 2));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_store_keeps_counts_and_history_across_reopen() {
+    use verifier_core::store::{FreeClaim, Outcome};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let outcome = |n: u32| Outcome {
+        agent_id: "seller-restart".into(),
+        verification_id: format!("v-{n}"),
+        result: if n % 2 == 0 { "pass" } else { "fail" }.into(),
+        verified_at: format!("2026-12-02T10:00:0{n}.000000+00:00"),
+    };
+    {
+        let store = EmbeddedStore::open(dir.path()).expect("open");
+        for n in 0..3 {
+            let claim = store.claim_free("10.0.0.1", "2026-12-02", 5, Some(outcome(n))).await.expect("claim");
+            assert_eq!(claim, FreeClaim::Granted { used: u64::from(n) + 1 });
+        }
+    }
+    // The writer thread lets go of the file once the store is dropped.
+    let mut reopened = None;
+    for _ in 0..100 {
+        match EmbeddedStore::open(dir.path()) {
+            Ok(s) => {
+                reopened = Some(s);
+                break;
+            }
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+        }
+    }
+    let store = reopened.expect("reopened");
+    assert_eq!(store.free_used("10.0.0.1", "2026-12-02").await.expect("used"), 3);
+    let h = store.history("seller-restart", 10).await.expect("history");
+    assert_eq!((h.passes, h.fails), (2, 1));
+    assert_eq!(h.recent.iter().map(|o| o.verification_id.as_str()).collect::<Vec<_>>(), ["v-2", "v-1", "v-0"]);
+    assert_eq!(h.first_seen.as_deref(), Some("2026-12-02T10:00:00.000000+00:00"));
+    assert_eq!(store.claim_free("10.0.0.1", "2026-12-02", 3, None).await.expect("claim"), FreeClaim::Exhausted { used: 3 });
+}

@@ -1,1 +1,155 @@
-fn main(){}
+//! The verification pipeline on the hosted invoice example (`tests/data/hosted-receipts.json`,
+//! `receipts[0].request_body_json`):
+//!
+//! - `full_pipeline_cold_schema`: parse + verify on a fresh engine, so the schema compiles;
+//! - `full_pipeline_cached`: parse + verify on a warm engine (hashes, checks, report, signature);
+//! - `pipeline_minus_signature`: parse + hashes + cached schema + every check + the report
+//!   serialized, without the RFC 8785 signing document and the Ed25519 signature;
+//! - `sign_only`: one Ed25519 signature over ~1.5 KB.
+//!
+//! Run: `cargo bench -p verifier-core --bench pipeline -- --warm-up-time 1 --measurement-time 3`.
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use serde_json::Value;
+use std::hint::black_box;
+use time::OffsetDateTime;
+use verifier_core::checks::{Finding, bounds, content, rules};
+use verifier_core::engine::{VERIFIER_VERSION, rfc3339_micros};
+use verifier_core::hashes::receipt_hashes;
+use verifier_core::report::{Details, Ratio, Summary, VerifyBlock, VerifyResponse, next_actions};
+use verifier_core::request::Detail;
+use verifier_core::{Engine, EngineConfig, SigningIdentity, VerifyRequest};
+
+fn invoice_body() -> Vec<u8> {
+    let path = format!("{}/tests/data/hosted-receipts.json", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect("hosted-receipts.json is present");
+    let data: Value = serde_json::from_str(&text).expect("hosted-receipts.json is JSON");
+    data["receipts"][0]["request_body_json"]
+        .as_str()
+        .expect("receipts[0].request_body_json is a string")
+        .as_bytes()
+        .to_vec()
+}
+
+fn signer() -> SigningIdentity {
+    SigningIdentity::from_seed("bench", &[7u8; 32]).expect("a 32-byte seed is a valid key")
+}
+
+/// Everything `Engine::verify` does except the signing document and signature: the response
+/// body serialized without its attestation.
+fn verify_unsigned(engine: &Engine, req: &VerifyRequest) -> Vec<u8> {
+    let hashes = receipt_hashes(req).expect("hashes");
+    let schema = engine
+        .compiled(hashes.schema_digest, &req.expected_schema)
+        .expect("the schema compiles");
+    let output = &req.submitted_output;
+    let outcome = schema.check(output, req.strict_content_check);
+    let mut findings: Vec<Finding> = outcome.findings;
+    let mut integrity_failed = 0;
+    for bound in &req.bounds {
+        if let Some(f) = bounds::check_bound(bound, output) {
+            integrity_failed += 1;
+            findings.push(f);
+        }
+    }
+    for rule in &req.rules {
+        if let Some(f) = rules::check_rule(rule, output, req.enforce_rules) {
+            integrity_failed += 1;
+            findings.push(f);
+        }
+    }
+    let mut integrity_total = req.bounds.len() + req.rules.len();
+    if req.strict_content_check {
+        let found = content::check_content(output, &outcome.blank_required);
+        integrity_total += content::CHECK_COUNT;
+        integrity_failed += found.len();
+        findings.extend(found);
+    }
+    findings.sort_by(|a, b| (&a.path, &a.check, &a.message).cmp(&(&b.path, &b.check, &b.message)));
+    let mut blocking_checks: Vec<String> = findings.iter().filter(|f| f.blocking).map(|f| f.check.clone()).collect();
+    blocking_checks.sort();
+    blocking_checks.dedup();
+    let passed = blocking_checks.is_empty();
+    let result = if passed { "pass" } else { "fail" };
+    let details = (req.detail == Detail::Full).then(|| {
+        Details::from_findings(
+            &findings,
+            engine.config().list_cap,
+            Ratio::new(outcome.total - outcome.failed, outcome.total),
+            Ratio::new(integrity_total - integrity_failed, integrity_total),
+        )
+    });
+    let response = VerifyResponse {
+        summary: Summary { result, blocking_checks },
+        next_actions: next_actions(passed),
+        result,
+        verification_id: uuid::Uuid::new_v4().to_string(),
+        task_id: req.task_id.clone(),
+        agent_id: req.agent_id.clone(),
+        output_hash: hashes.output_hash,
+        schema_hash: hashes.schema_hash,
+        rules_hash: hashes.rules_hash,
+        request_hash: (req.detail == Detail::Full).then_some(hashes.request_hash),
+        verified_at: rfc3339_micros(OffsetDateTime::now_utc()),
+        verifier_version: VERIFIER_VERSION,
+        enforce_rules: req.enforce_rules,
+        strict_content_check: req.strict_content_check,
+        details,
+        verify: VerifyBlock::new(&engine.config().public_url, "bench"),
+    };
+    serde_json::to_vec(&response).expect("the response serializes")
+}
+
+fn pipeline(c: &mut Criterion) {
+    let body = invoice_body();
+    let key = signer();
+
+    // Sanity: the example verifies (and fails on its sum rule, as the hosted receipt says).
+    {
+        let engine = Engine::new(EngineConfig::default());
+        let req = VerifyRequest::from_body(&body).expect("the hosted request is valid");
+        let out = engine.verify(&req, &key, OffsetDateTime::now_utc()).expect("verifies");
+        assert!(!out.passed, "the hosted invoice draft fails its sum_equals rule");
+        let unsigned = verify_unsigned(&engine, &req);
+        assert!(!unsigned.is_empty());
+    }
+
+    c.bench_function("full_pipeline_cold_schema", |b| {
+        b.iter_batched(
+            || Engine::new(EngineConfig::default()),
+            |engine| {
+                let req = VerifyRequest::from_body(black_box(&body)).expect("valid");
+                let out = engine.verify(&req, &key, OffsetDateTime::now_utc()).expect("verifies");
+                black_box(out.body);
+                engine
+            },
+            BatchSize::SmallInput,
+        )
+    });
+
+    let warm = Engine::new(EngineConfig::default());
+    let req = VerifyRequest::from_body(&body).expect("valid");
+    warm.verify(&req, &key, OffsetDateTime::now_utc()).expect("warms the cache");
+
+    c.bench_function("full_pipeline_cached", |b| {
+        b.iter(|| {
+            let req = VerifyRequest::from_body(black_box(&body)).expect("valid");
+            let out = warm.verify(&req, &key, OffsetDateTime::now_utc()).expect("verifies");
+            black_box(out.body)
+        })
+    });
+
+    c.bench_function("pipeline_minus_signature", |b| {
+        b.iter(|| {
+            let req = VerifyRequest::from_body(black_box(&body)).expect("valid");
+            black_box(verify_unsigned(&warm, &req))
+        })
+    });
+
+    // ~1.5 KB, about the size of the invoice's signing document.
+    let message: Vec<u8> = (0..1536u32).map(|i| b'a' + (i % 26) as u8).collect();
+    c.bench_function("sign_only", |b| b.iter(|| black_box(key.sign_base64(black_box(&message)))));
+}
+
+criterion_group!(benches, pipeline);
+criterion_main!(benches);
