@@ -70,6 +70,13 @@ pub struct ServeOpts {
     /// Compiled schemas kept in memory.
     #[arg(long, env = "VERIFIER_SCHEMA_CACHE_ENTRIES", default_value_t = 1024)]
     pub schema_cache_entries: usize,
+    /// Store durability: `sync` (fsync before every answer) or `periodic` (fsync every
+    /// --sync-interval-ms; a crash can lose the last interval's calls).
+    #[arg(long, env = "VERIFIER_DURABILITY", default_value = "sync", value_parser = ["sync", "periodic"])]
+    pub durability: String,
+    /// With `--durability periodic`: the longest time an answered call waits for its fsync.
+    #[arg(long, env = "VERIFIER_SYNC_INTERVAL_MS", default_value_t = 50)]
+    pub sync_interval_ms: u64,
     /// Log format: `text` or `json`.
     #[arg(long, env = "VERIFIER_LOG_FORMAT", default_value = "text")]
     pub log_format: String,
@@ -109,7 +116,11 @@ pub struct VerifyOpts {
     #[arg(long, env = "VERIFIER_DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,
     /// Base URL stated in the receipt.
-    #[arg(long, env = "VERIFIER_PUBLIC_URL", default_value = "http://127.0.0.1:8080")]
+    #[arg(
+        long,
+        env = "VERIFIER_PUBLIC_URL",
+        default_value = "http://127.0.0.1:8080"
+    )]
     pub public_url: String,
 }
 
@@ -119,7 +130,11 @@ pub struct ReceiptOpts {
     /// The signed response (JSON file).
     pub response: PathBuf,
     /// A JSON array of public-key entries, or a whole agent card.
-    #[arg(long, conflicts_with = "agent_card", required_unless_present = "agent_card")]
+    #[arg(
+        long,
+        conflicts_with = "agent_card",
+        required_unless_present = "agent_card"
+    )]
     pub keys: Option<PathBuf>,
     /// The agent card URL to fetch the keys from.
     #[arg(long)]

@@ -31,9 +31,13 @@ pub fn load_or_create(dir: &Path) -> Result<StaticKeys, KeyFileError> {
     let key_path = dir.join("signing-key.json");
     let ring_path = dir.join("public-keys.json");
     let identity = if key_path.exists() {
-        let text = std::fs::read_to_string(&key_path).map_err(|e| KeyFileError::Io(key_path.display().to_string(), e))?;
-        let file: KeyFile = serde_json::from_str(&text).map_err(|_| KeyFileError::Format(key_path.display().to_string()))?;
-        let seed = STANDARD.decode(&file.seed_base64).map_err(|_| KeyFileError::Format(key_path.display().to_string()))?;
+        let text = std::fs::read_to_string(&key_path)
+            .map_err(|e| KeyFileError::Io(key_path.display().to_string(), e))?;
+        let file: KeyFile = serde_json::from_str(&text)
+            .map_err(|_| KeyFileError::Format(key_path.display().to_string()))?;
+        let seed = STANDARD
+            .decode(&file.seed_base64)
+            .map_err(|_| KeyFileError::Format(key_path.display().to_string()))?;
         SigningIdentity::from_seed(file.key_version, &seed)?
     } else {
         let now = time::OffsetDateTime::now_utc();
@@ -53,18 +57,25 @@ pub fn load_or_create(dir: &Path) -> Result<StaticKeys, KeyFileError> {
             seed_base64: STANDARD.encode(identity.seed()),
             created_at: verifier_core::engine::rfc3339_micros(now),
         };
-        write_private(&key_path, &serde_json::to_vec_pretty(&file).unwrap_or_default())?;
+        write_private(
+            &key_path,
+            &serde_json::to_vec_pretty(&file).unwrap_or_default(),
+        )?;
         identity
     };
     let mut ring: Vec<PublicKeyEntry> = match std::fs::read_to_string(&ring_path) {
-        Ok(text) => serde_json::from_str(&text).map_err(|_| KeyFileError::Format(ring_path.display().to_string()))?,
+        Ok(text) => serde_json::from_str(&text)
+            .map_err(|_| KeyFileError::Format(ring_path.display().to_string()))?,
         Err(_) => Vec::new(),
     };
     let entry = identity.public_entry();
     if !ring.iter().any(|k| k.key_version == entry.key_version) {
         ring.push(entry);
-        std::fs::write(&ring_path, serde_json::to_vec_pretty(&ring).unwrap_or_default())
-            .map_err(|e| KeyFileError::Io(ring_path.display().to_string(), e))?;
+        std::fs::write(
+            &ring_path,
+            serde_json::to_vec_pretty(&ring).unwrap_or_default(),
+        )
+        .map_err(|e| KeyFileError::Io(ring_path.display().to_string(), e))?;
     }
     Ok(StaticKeys::new(identity, ring))
 }
@@ -78,6 +89,9 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), KeyFileError> {
         use std::os::unix::fs::OpenOptionsExt;
         options.mode(0o600);
     }
-    let mut file = options.open(path).map_err(|e| KeyFileError::Io(path.display().to_string(), e))?;
-    file.write_all(bytes).map_err(|e| KeyFileError::Io(path.display().to_string(), e))
+    let mut file = options
+        .open(path)
+        .map_err(|e| KeyFileError::Io(path.display().to_string(), e))?;
+    file.write_all(bytes)
+        .map_err(|e| KeyFileError::Io(path.display().to_string(), e))
 }

@@ -11,6 +11,8 @@ fn main() -> ExitCode {
     match args.command {
         Command::Serve(opts) => serve::run(opts),
         Command::Verify(opts) => offline::verify(opts),
-        Command::Receipt { action: ReceiptAction::Verify(opts) } => offline::verify_receipt(opts),
+        Command::Receipt {
+            action: ReceiptAction::Verify(opts),
+        } => offline::verify_receipt(opts),
     }
 }

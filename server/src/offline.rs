@@ -26,7 +26,12 @@ pub fn verify(opts: VerifyOpts) -> ExitCode {
     if let Some(agent) = &opts.agent_id {
         request.insert("agent_id".into(), agent.clone().into());
     }
-    for (key, path) in [("expected_schema", Some(&opts.schema)), ("submitted_output", Some(&opts.output)), ("rules", opts.rules.as_ref()), ("bounds", opts.bounds.as_ref())] {
+    for (key, path) in [
+        ("expected_schema", Some(&opts.schema)),
+        ("submitted_output", Some(&opts.output)),
+        ("rules", opts.rules.as_ref()),
+        ("bounds", opts.bounds.as_ref()),
+    ] {
         if let Some(path) = path {
             match read_json(path) {
                 Ok(v) => request.insert(key.into(), v),
@@ -36,7 +41,10 @@ pub fn verify(opts: VerifyOpts) -> ExitCode {
     }
     request.insert("enforce_rules".into(), opts.enforce_rules.into());
     request.insert("strict_content_check".into(), opts.strict.into());
-    request.insert("detail".into(), if opts.compact { "compact" } else { "full" }.into());
+    request.insert(
+        "detail".into(),
+        if opts.compact { "compact" } else { "full" }.into(),
+    );
     let request = match VerifyRequest::from_value(Value::Object(request)) {
         Ok(r) => r,
         Err(e) => return bad(problems(&e.problems)),
@@ -45,13 +53,20 @@ pub fn verify(opts: VerifyOpts) -> ExitCode {
         Ok(k) => k,
         Err(e) => return bad(e.to_string()),
     };
-    let engine = Engine::new(EngineConfig { public_url: opts.public_url.clone(), ..EngineConfig::default() });
+    let engine = Engine::new(EngineConfig {
+        public_url: opts.public_url.clone(),
+        ..EngineConfig::default()
+    });
     match engine.verify(&request, &keys.current(), time::OffsetDateTime::now_utc()) {
         Ok(v) => {
             let mut out = std::io::stdout().lock();
             let _ = out.write_all(&v.body);
             let _ = out.write_all(b"\n");
-            if v.passed { ExitCode::SUCCESS } else { ExitCode::from(1) }
+            if v.passed {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
         }
         Err(EngineError::Invalid(e)) => bad(problems(&e.problems)),
         Err(e) => bad(e.to_string()),
@@ -59,7 +74,10 @@ pub fn verify(opts: VerifyOpts) -> ExitCode {
 }
 
 fn problems(list: &[verifier_core::FieldProblem]) -> String {
-    list.iter().map(|p| format!("{} {} — {}", p.field, p.problem, p.fix)).collect::<Vec<_>>().join("\n  ")
+    list.iter()
+        .map(|p| format!("{} {} — {}", p.field, p.problem, p.fix))
+        .collect::<Vec<_>>()
+        .join("\n  ")
 }
 
 /// Verify a receipt; exit 0 valid, 1 invalid, 2 bad input.
@@ -102,10 +120,15 @@ fn fetch(url: &str) -> Result<Value, String> {
         .timeout(std::time::Duration::from_secs(10))
         .build()
         .map_err(|e| e.to_string())?;
-    let response = client.get(url).send().map_err(|e| format!("cannot fetch {url}: {e}"))?;
+    let response = client
+        .get(url)
+        .send()
+        .map_err(|e| format!("cannot fetch {url}: {e}"))?;
     if !response.status().is_success() {
         return Err(format!("{url} answered {}", response.status()));
     }
-    let bytes = response.bytes().map_err(|e| format!("cannot read {url}: {e}"))?;
+    let bytes = response
+        .bytes()
+        .map_err(|e| format!("cannot read {url}: {e}"))?;
     verifier_core::json::parse_strict_value(&bytes).map_err(|e| format!("{url}: {e}"))
 }

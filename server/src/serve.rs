@@ -15,7 +15,7 @@ use verifier_core::config::ServiceConfig;
 use verifier_core::errors::ApiError;
 use verifier_core::keys::KeySource;
 use verifier_core::store::Store;
-use verifier_core::store::embedded::EmbeddedStore;
+use verifier_core::store::embedded::{Durability, EmbeddedStore};
 use verifier_core::{ClientAddr, Engine, EngineConfig};
 use verify_function::VerifyState;
 use verify_function::respond::{self, PricePath};
@@ -60,7 +60,8 @@ async fn not_found(config: Arc<ServiceConfig>) -> Response {
 /// The client address is the socket peer, never a header the client sets.
 async fn client_address(mut req: Request, next: Next) -> Response {
     if let Some(ConnectInfo(peer)) = req.extensions().get::<ConnectInfo<SocketAddr>>().copied() {
-        req.extensions_mut().insert(ClientAddr(peer.ip().to_string()));
+        req.extensions_mut()
+            .insert(ClientAddr(peer.ip().to_string()));
     }
     next.run(req).await
 }
@@ -69,9 +70,17 @@ async fn client_address(mut req: Request, next: Next) -> Response {
 async fn log_request(req: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = req.method().clone();
-    let route = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_default();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_default();
     let response = next.run(req).await;
-    let path = response.extensions().get::<PricePath>().copied().unwrap_or(PricePath::NotCharged);
+    let path = response
+        .extensions()
+        .get::<PricePath>()
+        .copied()
+        .unwrap_or(PricePath::NotCharged);
     tracing::info!(
         method = %method,
         route = %route,
@@ -84,8 +93,11 @@ async fn log_request(req: Request, next: Next) -> Response {
 }
 
 fn init_logging(format: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false);
     if format == "json" {
         builder.json().init();
     } else {
@@ -96,7 +108,10 @@ fn init_logging(format: &str) {
 /// Run the server until Ctrl-C or SIGTERM.
 pub fn run(opts: ServeOpts) -> ExitCode {
     init_logging(&opts.log_format);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("cannot start the runtime: {e}");
@@ -114,11 +129,23 @@ pub fn run(opts: ServeOpts) -> ExitCode {
 
 async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
     let keys = keyfile::load_or_create(&opts.data_dir)?;
-    let store = EmbeddedStore::open(&opts.data_dir)?;
+    let durability = if opts.durability == "periodic" {
+        Durability::Periodic(std::time::Duration::from_millis(
+            opts.sync_interval_ms.max(1),
+        ))
+    } else {
+        Durability::Sync
+    };
+    let store = EmbeddedStore::open_with(&opts.data_dir, durability)?;
     let listener = tokio::net::TcpListener::bind(opts.listen).await?;
     let local = listener.local_addr()?;
     let config = ServiceConfig {
-        public_url: opts.public_url.clone().unwrap_or_else(|| format!("http://{local}")).trim_end_matches('/').to_owned(),
+        public_url: opts
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{local}"))
+            .trim_end_matches('/')
+            .to_owned(),
         free_per_day: opts.free_allowance_per_day,
         free_body_limit: opts.free_body_limit_bytes.min(opts.max_body_bytes),
         hard_body_limit: opts.max_body_bytes,
@@ -130,7 +157,9 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
         payment_timeout_seconds: 60,
     };
     if config.pay_to_base.is_none() && config.pay_to_solana.is_none() {
-        tracing::warn!("no pay-to address configured (VERIFIER_PAY_TO_BASE / VERIFIER_PAY_TO_SOLANA): 402 answers offer no payment option");
+        tracing::warn!(
+            "no pay-to address configured (VERIFIER_PAY_TO_BASE / VERIFIER_PAY_TO_SOLANA): 402 answers offer no payment option"
+        );
     }
     let key_version = keys.current().key_version().to_owned();
     let app = app(LocalServer {
@@ -141,9 +170,12 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
         schema_cache_entries: opts.schema_cache_entries,
     });
     tracing::info!(listen = %local, data_dir = %opts.data_dir.display(), key_version = %key_version, "verifier listening");
-    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown())
-        .await?;
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown())
+    .await?;
     Ok(())
 }
 
@@ -153,7 +185,8 @@ async fn shutdown() {
     };
     #[cfg(unix)]
     let term = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
             s.recv().await;
         }
     };

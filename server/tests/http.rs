@@ -16,7 +16,10 @@ const INVOICE: &str = include_str!("../../shared/tests/data/hosted-receipts.json
 
 fn invoice_request() -> String {
     let data: Value = serde_json::from_str(INVOICE).expect("json");
-    data["receipts"][0]["request_body_json"].as_str().expect("body").to_owned()
+    data["receipts"][0]["request_body_json"]
+        .as_str()
+        .expect("body")
+        .to_owned()
 }
 
 struct Running {
@@ -28,7 +31,9 @@ struct Running {
 async fn start(free_per_day: u64, clock: Arc<dyn Clock>) -> Running {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Arc::new(EmbeddedStore::open(dir.path()).expect("store"));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let addr = listener.local_addr().expect("addr");
     let config = ServiceConfig {
         public_url: format!("http://{addr}"),
@@ -40,18 +45,33 @@ async fn start(free_per_day: u64, clock: Arc<dyn Clock>) -> Running {
     };
     let router = app(LocalServer {
         config,
-        keys: Arc::new(StaticKeys::new(SigningIdentity::from_seed("test-key", &[3u8; 32]).expect("key"), vec![])),
+        keys: Arc::new(StaticKeys::new(
+            SigningIdentity::from_seed("test-key", &[3u8; 32]).expect("key"),
+            vec![],
+        )),
         store: store.clone(),
         clock,
         schema_cache_entries: 64,
     });
     tokio::spawn(async move {
-        let _ = axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>()).await;
+        let _ = axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await;
     });
-    Running { base: format!("http://{addr}"), _dir: dir, store }
+    Running {
+        base: format!("http://{addr}"),
+        _dir: dir,
+        store,
+    }
 }
 
-async fn post(client: &reqwest::Client, url: &str, body: impl Into<reqwest::Body>) -> (u16, reqwest::header::HeaderMap, Value) {
+async fn post(
+    client: &reqwest::Client,
+    url: &str,
+    body: impl Into<reqwest::Body>,
+) -> (u16, reqwest::header::HeaderMap, Value) {
     let r = client
         .post(url)
         .header("content-type", "application/json")
@@ -62,7 +82,11 @@ async fn post(client: &reqwest::Client, url: &str, body: impl Into<reqwest::Body
     let status = r.status().as_u16();
     let headers = r.headers().clone();
     let bytes = r.bytes().await.expect("body");
-    (status, headers, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    (
+        status,
+        headers,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -84,7 +108,13 @@ async fn allowance_is_exact_under_100_concurrent_requests() {
         match status {
             200 => {
                 ok += 1;
-                remaining.push(headers["free-allowance-remaining"].to_str().expect("h").parse::<u64>().expect("n"));
+                remaining.push(
+                    headers["free-allowance-remaining"]
+                        .to_str()
+                        .expect("h")
+                        .parse::<u64>()
+                        .expect("n"),
+                );
             }
             402 => paid += 1,
             other => panic!("unexpected status {other}"),
@@ -92,9 +122,21 @@ async fn allowance_is_exact_under_100_concurrent_requests() {
     }
     assert_eq!((ok, paid), (20, 80));
     remaining.sort_unstable();
-    assert_eq!(remaining, (0..20).collect::<Vec<u64>>(), "the headers count down 19..0");
-    let history = server.store.history("seller-concurrency", 100).await.expect("history");
-    assert_eq!(history.passes + history.fails, 20, "every answered call is recorded, no other");
+    assert_eq!(
+        remaining,
+        (0..20).collect::<Vec<u64>>(),
+        "the headers count down 19..0"
+    );
+    let history = server
+        .store
+        .history("seller-concurrency", 100)
+        .await
+        .expect("history");
+    assert_eq!(
+        history.passes + history.fails,
+        20,
+        "every answered call is recorded, no other"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -144,7 +186,13 @@ async fn errors_never_echo_a_planted_marker() {
         format!("[\"{m}\"]"),
     ];
     for body in bad_bodies {
-        let r = client.post(&url).header("content-type", "application/json").body(body.clone()).send().await.expect("send");
+        let r = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .await
+            .expect("send");
         let status = r.status().as_u16();
         let text = r.text().await.expect("text");
         assert_eq!(status, 422, "{body} → {text}");
@@ -162,12 +210,16 @@ async fn limits_probe_media_type_and_methods() {
     let client = reqwest::Client::new();
     let url = format!("{}/verify/schema", server.base);
     // Over the hard limit (64 KiB here): 413 stating the limit.
-    let big = json!({"task_id": "t", "expected_schema": {}, "submitted_output": "x".repeat(70_000)}).to_string();
+    let big =
+        json!({"task_id": "t", "expected_schema": {}, "submitted_output": "x".repeat(70_000)})
+            .to_string();
     let (status, _, body) = post(&client, &url, big).await;
     assert_eq!(status, 413);
     assert!(body["message"].as_str().expect("m").contains("65536"));
     // Between the free and hard limits: payment, allowance untouched.
-    let mid = json!({"task_id": "t", "expected_schema": {}, "submitted_output": "x".repeat(20_000)}).to_string();
+    let mid =
+        json!({"task_id": "t", "expected_schema": {}, "submitted_output": "x".repeat(20_000)})
+            .to_string();
     let (status, _, body) = post(&client, &url, mid).await;
     assert_eq!(status, 402);
     assert_eq!(body["free_trial"]["remaining_calls_today"], 100);
@@ -176,14 +228,24 @@ async fn limits_probe_media_type_and_methods() {
     assert_eq!(r.status().as_u16(), 402);
     assert!(r.headers().contains_key("payment-required"));
     // Not JSON.
-    let r = client.post(&url).header("content-type", "text/plain").body("hello").send().await.expect("send");
+    let r = client
+        .post(&url)
+        .header("content-type", "text/plain")
+        .body("hello")
+        .send()
+        .await
+        .expect("send");
     assert_eq!(r.status().as_u16(), 415);
     // Wrong method and unknown route: the error shape.
     let r = client.get(&url).send().await.expect("send");
     assert_eq!(r.status().as_u16(), 405);
     let v: Value = serde_json::from_slice(&r.bytes().await.expect("bytes")).expect("json");
     assert_eq!(v["code"], "method_not_allowed");
-    let r = client.get(format!("{}/nope", server.base)).send().await.expect("send");
+    let r = client
+        .get(format!("{}/nope", server.base))
+        .send()
+        .await
+        .expect("send");
     assert_eq!(r.status().as_u16(), 404);
     // A request carrying a payment is never answered for free.
     let r = client
@@ -198,7 +260,11 @@ async fn limits_probe_media_type_and_methods() {
     // X-Forwarded-For does not change who the client is.
     let (status, headers, _) = post(&client, &url, invoice_request()).await;
     assert_eq!(status, 200);
-    let before: u64 = headers["free-allowance-remaining"].to_str().expect("h").parse().expect("n");
+    let before: u64 = headers["free-allowance-remaining"]
+        .to_str()
+        .expect("h")
+        .parse()
+        .expect("n");
     let r = client
         .post(&url)
         .header("content-type", "application/json")
@@ -207,7 +273,14 @@ async fn limits_probe_media_type_and_methods() {
         .send()
         .await
         .expect("send");
-    assert_eq!(r.headers()["free-allowance-remaining"].to_str().expect("h").parse::<u64>().expect("n"), before - 1);
+    assert_eq!(
+        r.headers()["free-allowance-remaining"]
+            .to_str()
+            .expect("h")
+            .parse::<u64>()
+            .expect("n"),
+        before - 1
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -217,11 +290,20 @@ async fn test_ids_and_null_agents_leave_no_history() {
     let url = format!("{}/verify/schema", server.base);
     let (status, _, _) = post(&client, &url, invoice_request()).await;
     assert_eq!(status, 200);
-    let h = server.store.history("test-seller-invoice-agent", 10).await.expect("h");
+    let h = server
+        .store
+        .history("test-seller-invoice-agent", 10)
+        .await
+        .expect("h");
     assert_eq!(h.passes + h.fails, 0);
     let named = invoice_request().replace("test-seller-invoice-agent", "seller-9");
     post(&client, &url, named.clone()).await;
-    post(&client, &format!("{}/verify/deliverable", server.base), named).await;
+    post(
+        &client,
+        &format!("{}/verify/deliverable", server.base),
+        named,
+    )
+    .await;
     let h = server.store.history("seller-9", 10).await.expect("h");
     assert_eq!((h.passes, h.fails, h.recent.len()), (0, 2, 2));
 }
@@ -233,14 +315,22 @@ async fn the_embedded_store_keeps_counts_and_history_across_reopen() {
     let outcome = |n: u32| Outcome {
         agent_id: "seller-restart".into(),
         verification_id: format!("v-{n}"),
-        result: if n % 2 == 0 { "pass" } else { "fail" }.into(),
+        result: if n.is_multiple_of(2) { "pass" } else { "fail" }.into(),
         verified_at: format!("2026-12-02T10:00:0{n}.000000+00:00"),
     };
     {
         let store = EmbeddedStore::open(dir.path()).expect("open");
         for n in 0..3 {
-            let claim = store.claim_free("10.0.0.1", "2026-12-02", 5, Some(outcome(n))).await.expect("claim");
-            assert_eq!(claim, FreeClaim::Granted { used: u64::from(n) + 1 });
+            let claim = store
+                .claim_free("10.0.0.1", "2026-12-02", 5, Some(outcome(n)))
+                .await
+                .expect("claim");
+            assert_eq!(
+                claim,
+                FreeClaim::Granted {
+                    used: u64::from(n) + 1
+                }
+            );
         }
     }
     // The writer thread lets go of the file once the store is dropped.
@@ -255,10 +345,31 @@ async fn the_embedded_store_keeps_counts_and_history_across_reopen() {
         }
     }
     let store = reopened.expect("reopened");
-    assert_eq!(store.free_used("10.0.0.1", "2026-12-02").await.expect("used"), 3);
+    assert_eq!(
+        store
+            .free_used("10.0.0.1", "2026-12-02")
+            .await
+            .expect("used"),
+        3
+    );
     let h = store.history("seller-restart", 10).await.expect("history");
     assert_eq!((h.passes, h.fails), (2, 1));
-    assert_eq!(h.recent.iter().map(|o| o.verification_id.as_str()).collect::<Vec<_>>(), ["v-2", "v-1", "v-0"]);
-    assert_eq!(h.first_seen.as_deref(), Some("2026-12-02T10:00:00.000000+00:00"));
-    assert_eq!(store.claim_free("10.0.0.1", "2026-12-02", 3, None).await.expect("claim"), FreeClaim::Exhausted { used: 3 });
+    assert_eq!(
+        h.recent
+            .iter()
+            .map(|o| o.verification_id.as_str())
+            .collect::<Vec<_>>(),
+        ["v-2", "v-1", "v-0"]
+    );
+    assert_eq!(
+        h.first_seen.as_deref(),
+        Some("2026-12-02T10:00:00.000000+00:00")
+    );
+    assert_eq!(
+        store
+            .claim_free("10.0.0.1", "2026-12-02", 3, None)
+            .await
+            .expect("claim"),
+        FreeClaim::Exhausted { used: 3 }
+    );
 }

@@ -21,7 +21,10 @@ use verifier_core::request::Detail;
 use verifier_core::{Engine, EngineConfig, SigningIdentity, VerifyRequest};
 
 fn invoice_body() -> Vec<u8> {
-    let path = format!("{}/tests/data/hosted-receipts.json", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/data/hosted-receipts.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let text = std::fs::read_to_string(&path).expect("hosted-receipts.json is present");
     let data: Value = serde_json::from_str(&text).expect("hosted-receipts.json is JSON");
     data["receipts"][0]["request_body_json"]
@@ -66,7 +69,11 @@ fn verify_unsigned(engine: &Engine, req: &VerifyRequest) -> Vec<u8> {
         findings.extend(found);
     }
     findings.sort_by(|a, b| (&a.path, &a.check, &a.message).cmp(&(&b.path, &b.check, &b.message)));
-    let mut blocking_checks: Vec<String> = findings.iter().filter(|f| f.blocking).map(|f| f.check.clone()).collect();
+    let mut blocking_checks: Vec<String> = findings
+        .iter()
+        .filter(|f| f.blocking)
+        .map(|f| f.check.clone())
+        .collect();
     blocking_checks.sort();
     blocking_checks.dedup();
     let passed = blocking_checks.is_empty();
@@ -80,7 +87,10 @@ fn verify_unsigned(engine: &Engine, req: &VerifyRequest) -> Vec<u8> {
         )
     });
     let response = VerifyResponse {
-        summary: Summary { result, blocking_checks },
+        summary: Summary {
+            result,
+            blocking_checks,
+        },
         next_actions: next_actions(passed),
         result,
         verification_id: uuid::Uuid::new_v4().to_string(),
@@ -108,8 +118,13 @@ fn pipeline(c: &mut Criterion) {
     {
         let engine = Engine::new(EngineConfig::default());
         let req = VerifyRequest::from_body(&body).expect("the hosted request is valid");
-        let out = engine.verify(&req, &key, OffsetDateTime::now_utc()).expect("verifies");
-        assert!(!out.passed, "the hosted invoice draft fails its sum_equals rule");
+        let out = engine
+            .verify(&req, &key, OffsetDateTime::now_utc())
+            .expect("verifies");
+        assert!(
+            !out.passed,
+            "the hosted invoice draft fails its sum_equals rule"
+        );
         let unsigned = verify_unsigned(&engine, &req);
         assert!(!unsigned.is_empty());
     }
@@ -119,7 +134,9 @@ fn pipeline(c: &mut Criterion) {
             || Engine::new(EngineConfig::default()),
             |engine| {
                 let req = VerifyRequest::from_body(black_box(&body)).expect("valid");
-                let out = engine.verify(&req, &key, OffsetDateTime::now_utc()).expect("verifies");
+                let out = engine
+                    .verify(&req, &key, OffsetDateTime::now_utc())
+                    .expect("verifies");
                 black_box(out.body);
                 engine
             },
@@ -129,12 +146,15 @@ fn pipeline(c: &mut Criterion) {
 
     let warm = Engine::new(EngineConfig::default());
     let req = VerifyRequest::from_body(&body).expect("valid");
-    warm.verify(&req, &key, OffsetDateTime::now_utc()).expect("warms the cache");
+    warm.verify(&req, &key, OffsetDateTime::now_utc())
+        .expect("warms the cache");
 
     c.bench_function("full_pipeline_cached", |b| {
         b.iter(|| {
             let req = VerifyRequest::from_body(black_box(&body)).expect("valid");
-            let out = warm.verify(&req, &key, OffsetDateTime::now_utc()).expect("verifies");
+            let out = warm
+                .verify(&req, &key, OffsetDateTime::now_utc())
+                .expect("verifies");
             black_box(out.body)
         })
     });
@@ -148,7 +168,9 @@ fn pipeline(c: &mut Criterion) {
 
     // ~1.5 KB, about the size of the invoice's signing document.
     let message: Vec<u8> = (0..1536u32).map(|i| b'a' + (i % 26) as u8).collect();
-    c.bench_function("sign_only", |b| b.iter(|| black_box(key.sign_base64(black_box(&message)))));
+    c.bench_function("sign_only", |b| {
+        b.iter(|| black_box(key.sign_base64(black_box(&message))))
+    });
 }
 
 criterion_group!(benches, pipeline);

@@ -1,7 +1,7 @@
 //! Signed receipts: the Ed25519 signature over the JCS bytes of the five-key document
 //! (SERVICE.md §5), and a verifier buyers can run offline against a key list.
 
-use crate::canonical::to_jcs;
+use crate::canonical::write_value;
 use crate::keys::{PublicKeyEntry, SigningIdentity};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -23,21 +23,42 @@ pub struct Attestation {
     pub signature: String,
 }
 
-#[derive(Serialize)]
-struct SignedDocument<'a, B: Serialize> {
-    context: &'a str,
-    algorithm: &'a str,
-    key_version: &'a str,
-    attested_at: &'a str,
-    response: &'a B,
+/// The JCS bytes of the five-key signed document. Its keys sort as algorithm, attested_at,
+/// context, key_version, response, so the document is spliced around the response's bytes.
+fn signed_document(
+    context: &str,
+    key_version: &str,
+    attested_at: &str,
+    response: &Value,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(512);
+    out.extend_from_slice(b"{\"algorithm\":\"Ed25519\",\"attested_at\":");
+    write_value(&mut out, &Value::String(attested_at.to_owned()));
+    out.extend_from_slice(b",\"context\":");
+    write_value(&mut out, &Value::String(context.to_owned()));
+    out.extend_from_slice(b",\"key_version\":");
+    write_value(&mut out, &Value::String(key_version.to_owned()));
+    out.extend_from_slice(b",\"response\":");
+    write_value(&mut out, response);
+    out.push(b'}');
+    out
 }
 
-/// A response with its attestation appended as the last key.
-#[derive(Serialize)]
-pub struct Attested<'a, B: Serialize> {
-    #[serde(flatten)]
-    pub body: &'a B,
-    pub attestation: Attestation,
+/// Append `"attestation": {...}` as the last key of a serialized response object.
+pub fn with_attestation(
+    mut body: Vec<u8>,
+    attestation: &Attestation,
+) -> Result<Vec<u8>, serde_json::Error> {
+    if body.last() == Some(&b'}') {
+        body.pop();
+        if body.len() > 1 {
+            body.push(b',');
+        }
+        body.extend_from_slice(b"\"attestation\":");
+        serde_json::to_writer(&mut body, attestation)?;
+        body.push(b'}');
+    }
+    Ok(body)
 }
 
 /// Sign a response body (everything but `attestation`) under `context`.
@@ -47,14 +68,8 @@ pub fn attest<B: Serialize>(
     signer: &SigningIdentity,
     timestamp: &str,
 ) -> Result<Attestation, crate::canonical::CanonicalError> {
-    let doc = SignedDocument {
-        context,
-        algorithm: "Ed25519",
-        key_version: signer.key_version(),
-        attested_at: timestamp,
-        response: body,
-    };
-    let bytes = to_jcs(&doc)?;
+    let response = serde_json::to_value(body).map_err(|_| crate::canonical::CanonicalError)?;
+    let bytes = signed_document(context, signer.key_version(), timestamp, &response);
     Ok(Attestation {
         algorithm: "Ed25519",
         key_version: signer.key_version().to_owned(),
@@ -98,9 +113,16 @@ pub struct VerifiedReceipt {
 /// Verify any signed response against a key list, picking the key by `key_version`. The
 /// context is the trust-score one when the response carries `trust_score`, else the
 /// verification one.
-pub fn verify_receipt(response: &Value, keys: &[PublicKeyEntry]) -> Result<VerifiedReceipt, ReceiptError> {
+pub fn verify_receipt(
+    response: &Value,
+    keys: &[PublicKeyEntry],
+) -> Result<VerifiedReceipt, ReceiptError> {
     let map = response.as_object().ok_or(ReceiptError::NotAnObject)?;
-    let context = if map.contains_key("trust_score") { TRUST_SCORE_CONTEXT } else { VERIFY_CONTEXT };
+    let context = if map.contains_key("trust_score") {
+        TRUST_SCORE_CONTEXT
+    } else {
+        VERIFY_CONTEXT
+    };
     verify_receipt_in_context(response, keys, context)
 }
 
@@ -126,10 +148,10 @@ pub fn verify_receipt_in_context(
     let key_version = field("key_version")?;
     let timestamp = field("timestamp")?;
     let signature = field("signature")?;
-    if let Some(verified_at) = map.get("verified_at") {
-        if verified_at.as_str() != Some(timestamp) {
-            return Err(ReceiptError::TimestampMismatch);
-        }
+    if let Some(verified_at) = map.get("verified_at")
+        && verified_at.as_str() != Some(timestamp)
+    {
+        return Err(ReceiptError::TimestampMismatch);
     }
     let entry = keys
         .iter()
@@ -150,14 +172,7 @@ pub fn verify_receipt_in_context(
         .filter(|(k, _)| k.as_str() != "attestation")
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let doc = SignedDocument {
-        context,
-        algorithm: "Ed25519",
-        key_version,
-        attested_at: timestamp,
-        response: &body,
-    };
-    let bytes = to_jcs(&doc).map_err(|_| ReceiptError::Canonical)?;
+    let bytes = signed_document(context, key_version, timestamp, &Value::Object(body));
     key.verify_strict(&bytes, &Signature::from_bytes(&sig_bytes))
         .map_err(|_| ReceiptError::BadSignature)?;
     Ok(VerifiedReceipt {

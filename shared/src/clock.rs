@@ -39,7 +39,10 @@ impl ManualClock {
 
 impl Clock for ManualClock {
     fn now(&self) -> OffsetDateTime {
-        self.0.lock().map(|t| *t).unwrap_or_else(|e| *e.into_inner())
+        self.0
+            .lock()
+            .map(|t| *t)
+            .unwrap_or_else(|e| *e.into_inner())
     }
 }
 

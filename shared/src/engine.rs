@@ -1,7 +1,7 @@
 //! The verification pipeline: hashes, schema (through the compiled-schema cache), bounds,
 //! rules, content checks, report, signature, serialization.
 
-use crate::attest::{Attested, VERIFY_CONTEXT, attest};
+use crate::attest::{VERIFY_CONTEXT, attest, with_attestation};
 use crate::checks::schema::{CompiledSchema, SchemaOptions};
 use crate::checks::{Finding, bounds, content, rules};
 use crate::hashes::receipt_hashes;
@@ -104,7 +104,11 @@ impl Engine {
     }
 
     /// The compiled schema for a canonical-form digest, compiling it on a miss.
-    pub fn compiled(&self, digest: [u8; 32], schema: &serde_json::Value) -> Result<Arc<CompiledSchema>, InvalidRequest> {
+    pub fn compiled(
+        &self,
+        digest: [u8; 32],
+        schema: &serde_json::Value,
+    ) -> Result<Arc<CompiledSchema>, InvalidRequest> {
         if let Some(hit) = self.cache.get(&digest) {
             return Ok(hit);
         }
@@ -117,7 +121,12 @@ impl Engine {
     }
 
     /// Run every check, build the report and sign it.
-    pub fn verify(&self, req: &VerifyRequest, signer: &SigningIdentity, now: OffsetDateTime) -> Result<Verification, EngineError> {
+    pub fn verify(
+        &self,
+        req: &VerifyRequest,
+        signer: &SigningIdentity,
+        now: OffsetDateTime,
+    ) -> Result<Verification, EngineError> {
         let hashes = receipt_hashes(req)?;
         let schema = self.compiled(hashes.schema_digest, &req.expected_schema)?;
         let output = &req.submitted_output;
@@ -144,9 +153,14 @@ impl Engine {
             integrity_failed += found.len();
             findings.extend(found);
         }
-        findings.sort_by(|a, b| (&a.path, &a.check, &a.message).cmp(&(&b.path, &b.check, &b.message)));
+        findings
+            .sort_by(|a, b| (&a.path, &a.check, &a.message).cmp(&(&b.path, &b.check, &b.message)));
 
-        let mut blocking_checks: Vec<String> = findings.iter().filter(|f| f.blocking).map(|f| f.check.clone()).collect();
+        let mut blocking_checks: Vec<String> = findings
+            .iter()
+            .filter(|f| f.blocking)
+            .map(|f| f.check.clone())
+            .collect();
         blocking_checks.sort();
         blocking_checks.dedup();
         let passed = blocking_checks.is_empty();
@@ -162,7 +176,10 @@ impl Engine {
             )
         });
         let response = VerifyResponse {
-            summary: Summary { result, blocking_checks },
+            summary: Summary {
+                result,
+                blocking_checks,
+            },
             next_actions: next_actions(passed),
             result,
             verification_id: verification_id.clone(),
@@ -180,7 +197,12 @@ impl Engine {
             verify: VerifyBlock::new(&self.config.public_url, signer.key_version()),
         };
         let attestation = attest(VERIFY_CONTEXT, &response, signer, &verified_at)?;
-        let body = serde_json::to_vec(&Attested { body: &response, attestation })?;
-        Ok(Verification { body, passed, verification_id, verified_at })
+        let body = with_attestation(serde_json::to_vec(&response)?, &attestation)?;
+        Ok(Verification {
+            body,
+            passed,
+            verification_id,
+            verified_at,
+        })
     }
 }

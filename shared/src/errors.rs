@@ -49,13 +49,37 @@ pub struct ErrorBody {
 
 /// Every error code with its status and meaning, for llms.txt and the OpenAPI document.
 pub const ERROR_CODES: &[(&str, u16, &str)] = &[
-    ("invalid_request", 422, "The request is malformed or breaks a rule; `fields` lists every problem with its fix."),
-    ("body_too_large", 413, "The body is over the hard size limit stated in the message."),
-    ("unsupported_media_type", 415, "The body is declared as something other than application/json."),
+    (
+        "invalid_request",
+        422,
+        "The request is malformed or breaks a rule; `fields` lists every problem with its fix.",
+    ),
+    (
+        "body_too_large",
+        413,
+        "The body is over the hard size limit stated in the message.",
+    ),
+    (
+        "unsupported_media_type",
+        415,
+        "The body is declared as something other than application/json.",
+    ),
     ("not_found", 404, "No such route."),
-    ("method_not_allowed", 405, "The route exists with another method."),
-    ("store_unavailable", 503, "The store is briefly unavailable; retry after `retry_after` seconds."),
-    ("internal_error", 500, "An unexpected failure on our side; retry after `retry_after` seconds."),
+    (
+        "method_not_allowed",
+        405,
+        "The route exists with another method.",
+    ),
+    (
+        "store_unavailable",
+        503,
+        "The store is briefly unavailable; retry after `retry_after` seconds.",
+    ),
+    (
+        "internal_error",
+        500,
+        "An unexpected failure on our side; retry after `retry_after` seconds.",
+    ),
 ];
 
 impl ApiError {
@@ -99,23 +123,41 @@ impl ApiError {
         const NOTHING_CHARGED: &str = "Nothing was charged";
         let (message, next_actions, fields) = match self {
             ApiError::InvalidRequest(problems) => {
-                let what: Vec<String> = problems.iter().map(|p| format!("{} {}", p.field, p.problem)).collect();
+                let what: Vec<String> = problems
+                    .iter()
+                    .map(|p| format!("{} {}", p.field, p.problem))
+                    .collect();
                 let names: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
                 (
-                    format!("The request is invalid: {}. {NOTHING_CHARGED}; fix the field(s) and send it again.", what.join("; ")),
+                    format!(
+                        "The request is invalid: {}. {NOTHING_CHARGED}; fix the field(s) and send it again.",
+                        what.join("; ")
+                    ),
                     vec![json!({"action": "fix_request_fields", "fields": names})],
                     problems.clone(),
                 )
             }
             ApiError::BodyTooLarge { limit } => (
-                format!("The body is larger than the limit of {limit} bytes. {NOTHING_CHARGED}; send a smaller body."),
+                format!(
+                    "The body is larger than the limit of {limit} bytes. {NOTHING_CHARGED}; send a smaller body."
+                ),
                 vec![json!({"action": "shrink_request", "max_bytes": limit})],
-                vec![FieldProblem::new("body", format!("is larger than {limit} bytes"), format!("Send at most {limit} bytes."))],
+                vec![FieldProblem::new(
+                    "body",
+                    format!("is larger than {limit} bytes"),
+                    format!("Send at most {limit} bytes."),
+                )],
             ),
             ApiError::UnsupportedMediaType => (
-                format!("The body must be JSON. {NOTHING_CHARGED}; send it with Content-Type: application/json."),
+                format!(
+                    "The body must be JSON. {NOTHING_CHARGED}; send it with Content-Type: application/json."
+                ),
                 vec![json!({"action": "fix_request_fields", "fields": ["content-type"]})],
-                vec![FieldProblem::new("content-type", "is not application/json", "Send Content-Type: application/json.")],
+                vec![FieldProblem::new(
+                    "content-type",
+                    "is not application/json",
+                    "Send Content-Type: application/json.",
+                )],
             ),
             ApiError::NotFound => (
                 format!("No such route. {NOTHING_CHARGED}; see GET / for the routes."),
@@ -123,12 +165,16 @@ impl ApiError {
                 vec![],
             ),
             ApiError::MethodNotAllowed => (
-                format!("This route does not take that method. {NOTHING_CHARGED}; see GET / for the routes."),
+                format!(
+                    "This route does not take that method. {NOTHING_CHARGED}; see GET / for the routes."
+                ),
                 vec![json!({"action": "read_docs", "url": config.url("/")})],
                 vec![],
             ),
             ApiError::StoreUnavailable { retry_after } => (
-                format!("The store is briefly unavailable. {NOTHING_CHARGED}; retry after {retry_after} s."),
+                format!(
+                    "The store is briefly unavailable. {NOTHING_CHARGED}; retry after {retry_after} s."
+                ),
                 vec![json!({"action": "retry", "after_seconds": retry_after})],
                 vec![],
             ),

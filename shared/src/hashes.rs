@@ -2,7 +2,7 @@
 //! spliced from the canonical bytes of its parts (JCS of an object with fixed keys is the
 //! concatenation of its sorted members), so the output and schema are canonicalized once.
 
-use crate::canonical::{CanonicalError, sha256_hex, to_jcs};
+use crate::canonical::{CanonicalError, sha256_hex, value_to_jcs};
 use crate::request::VerifyRequest;
 use serde_json::Value;
 
@@ -19,10 +19,10 @@ pub struct ReceiptHashes {
 
 /// Compute all four hashes.
 pub fn receipt_hashes(req: &VerifyRequest) -> Result<ReceiptHashes, CanonicalError> {
-    let output = to_jcs(&req.submitted_output)?;
-    let schema = to_jcs(&req.expected_schema)?;
-    let bounds_sent = to_jcs(&req.bounds_sent)?;
-    let rules_sent = to_jcs(&req.rules_sent)?;
+    let output = value_to_jcs(&req.submitted_output);
+    let schema = value_to_jcs(&req.expected_schema);
+    let bounds_sent = value_to_jcs(&req.bounds_sent);
+    let rules_sent = value_to_jcs(&req.rules_sent);
     let mut rules_doc = Vec::with_capacity(bounds_sent.len() + rules_sent.len() + 20);
     rules_doc.extend_from_slice(b"{\"bounds\":");
     rules_doc.extend_from_slice(&bounds_sent);
@@ -31,16 +31,22 @@ pub fn receipt_hashes(req: &VerifyRequest) -> Result<ReceiptHashes, CanonicalErr
     rules_doc.push(b'}');
 
     let full = req.request_document_parts();
-    let b = |v: bool| if v { b"true".to_vec() } else { b"false".to_vec() };
+    let b = |v: bool| {
+        if v {
+            b"true".to_vec()
+        } else {
+            b"false".to_vec()
+        }
+    };
     let members: [(&str, Vec<u8>); 8] = [
-        ("agent_id", to_jcs(&full.agent_id)?),
-        ("bounds", to_jcs(&full.bounds)?),
+        ("agent_id", value_to_jcs(&full.agent_id)),
+        ("bounds", value_to_jcs(&full.bounds)),
         ("enforce_rules", b(req.enforce_rules)),
         ("expected_schema", schema.clone()),
-        ("rules", to_jcs(&full.rules)?),
+        ("rules", value_to_jcs(&full.rules)),
         ("strict_content_check", b(req.strict_content_check)),
         ("submitted_output", output.clone()),
-        ("task_id", to_jcs(&Value::String(req.task_id.clone()))?),
+        ("task_id", value_to_jcs(&Value::String(req.task_id.clone()))),
     ];
     let mut doc = Vec::with_capacity(output.len() + schema.len() + 256);
     doc.push(b'{');

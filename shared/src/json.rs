@@ -63,11 +63,74 @@ pub fn parse_strict(
         known: known_fields,
         current: &current,
     };
+    SUSPECT.with(|f| f.set(false));
     let result = seed.deserialize(&mut de).and_then(|v| de.end().map(|_| v));
-    result.map_err(|e| LocatedJsonError {
+    let value = result.map_err(|e| LocatedJsonError {
         error: classify(&e),
         field: current.get(),
-    })
+    })?;
+    // serde_json hands integers too big for i64/u64 to `visit_f64`; only the text tells them
+    // from float spellings such as `1e20`, so look at the text when such a value was seen.
+    if SUSPECT.with(Cell::get)
+        && let Some((line, column)) = find_unsafe_integer(bytes)
+    {
+        return Err(LocatedJsonError {
+            error: JsonError::UnsafeInteger { line, column },
+            field: None,
+        });
+    }
+    Ok(value)
+}
+
+thread_local! {
+    /// Set when the parse met an integral double of magnitude ≥ 2^53.
+    static SUSPECT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The line and column of the first integer literal (no fraction, no exponent) whose
+/// magnitude exceeds 2^53 − 1, outside strings.
+fn find_unsafe_integer(bytes: &[u8]) -> Option<(usize, usize)> {
+    let (mut line, mut line_start) = (1, 0);
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\n' => {
+                line += 1;
+                line_start = i + 1;
+            }
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                let digits_start = if bytes[i] == b'-' { i + 1 } else { i };
+                let mut end = digits_start;
+                while end < bytes.len() && bytes[end].is_ascii_digit() {
+                    end += 1;
+                }
+                let is_integer = !matches!(bytes.get(end), Some(b'.' | b'e' | b'E'));
+                let digits = std::str::from_utf8(&bytes[digits_start..end]).unwrap_or("");
+                let too_big =
+                    digits.len() > 16 || digits.parse::<u64>().is_ok_and(|v| v > MAX_SAFE_INTEGER);
+                if is_integer && too_big {
+                    return Some((line, start - line_start + 1));
+                }
+                while end < bytes.len()
+                    && matches!(bytes[end], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
+                {
+                    end += 1;
+                }
+                i = end;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 /// Parse any JSON document strictly (no field attribution).
@@ -144,6 +207,9 @@ impl<'de> Visitor<'de> for StrictVisitor<'_> {
         Ok(Value::Number(v.into()))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        if v.abs() >= MAX_SAFE_INTEGER as f64 && v.fract() == 0.0 {
+            SUSPECT.with(|f| f.set(true));
+        }
         Number::from_f64(v)
             .map(Value::Number)
             .ok_or_else(|| E::custom(NON_FINITE))
@@ -170,18 +236,18 @@ impl<'de> Visitor<'de> for StrictVisitor<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            if out.contains_key(&key) {
-                return Err(de::Error::custom(DUPLICATE_KEY));
-            }
             if let Some(top) = &self.top {
                 top.current
                     .set(top.known.iter().find(|k| **k == key).copied());
             }
+            if out.contains_key(&key) {
+                return Err(de::Error::custom(DUPLICATE_KEY));
+            }
             let value = map.next_value_seed(StrictSeed)?;
+            if let Some(top) = &self.top {
+                top.current.set(None);
+            }
             out.insert(key, value);
-        }
-        if let Some(top) = &self.top {
-            top.current.set(None);
         }
         Ok(Value::Object(out))
     }
@@ -205,7 +271,10 @@ mod tests {
         assert!(parse_strict_value(b"-9007199254740991").is_ok());
         assert_eq!(
             parse_strict_value(b"9007199254740992"),
-            Err(JsonError::UnsafeInteger { line: 1, column: 16 })
+            Err(JsonError::UnsafeInteger {
+                line: 1,
+                column: 16
+            })
         );
         assert!(matches!(
             parse_strict_value(b"[-9007199254740993]"),
@@ -216,9 +285,58 @@ mod tests {
     }
 
     #[test]
+    fn integers_beyond_u64_are_refused_not_rounded() {
+        for text in [
+            "18446744073709551617",
+            "-9223372036854775809",
+            "[1, 123456789012345678901234567890]",
+        ] {
+            assert!(
+                matches!(
+                    parse_strict_value(text.as_bytes()),
+                    Err(JsonError::UnsafeInteger { .. })
+                ),
+                "{text}"
+            );
+        }
+        for ok in [
+            "1e20",
+            "1.8446744073709552e19",
+            "[\"123456789012345678901\", 2.0e30]",
+            "-1E+300",
+        ] {
+            assert!(parse_strict_value(ok.as_bytes()).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn parse_problems_name_the_right_field() {
+        let dup = parse_strict(
+            br#"{"task_id":"a","agent_id":"b","task_id":"c"}"#,
+            &["task_id", "agent_id"],
+        )
+        .unwrap_err();
+        assert_eq!(dup.field, Some("task_id"));
+        let eof = parse_strict(
+            br#"{"task_id": "abc", "expected_schema": {}"#,
+            &["task_id", "expected_schema"],
+        )
+        .unwrap_err();
+        assert_eq!(eof.field, None);
+        let comma = parse_strict(br#"{"task_id": "a", }"#, &["task_id"]).unwrap_err();
+        assert_eq!(comma.field, None);
+    }
+
+    #[test]
     fn out_of_range_numbers_are_refused() {
-        assert!(matches!(parse_strict_value(b"1e400"), Err(JsonError::NonFinite { .. })));
-        assert!(matches!(parse_strict_value(b"NaN"), Err(JsonError::Syntax { .. })));
+        assert!(matches!(
+            parse_strict_value(b"1e400"),
+            Err(JsonError::NonFinite { .. })
+        ));
+        assert!(matches!(
+            parse_strict_value(b"NaN"),
+            Err(JsonError::Syntax { .. })
+        ));
     }
 
     #[test]
@@ -232,7 +350,10 @@ mod tests {
     #[test]
     fn truncated_and_trailing_input() {
         assert_eq!(parse_strict_value(br#"{"a":"#), Err(JsonError::Truncated));
-        assert!(matches!(parse_strict_value(b"{} x"), Err(JsonError::Syntax { .. })));
+        assert!(matches!(
+            parse_strict_value(b"{} x"),
+            Err(JsonError::Syntax { .. })
+        ));
         assert!(parse_strict_value("\"\\ud800\"".as_bytes()).is_err());
     }
 }

@@ -117,9 +117,9 @@ pub fn parse_key_list(value: &Value) -> Result<Vec<PublicKeyEntry>, KeyError> {
         let keys = ext
             .iter()
             .filter(|e| {
-                e.get("uri")
-                    .and_then(Value::as_str)
-                    .is_some_and(|u| u.starts_with("urn:json-schema-verifier:extension:attestation:"))
+                e.get("uri").and_then(Value::as_str).is_some_and(|u| {
+                    u.starts_with("urn:json-schema-verifier:extension:attestation:")
+                })
             })
             .find_map(|e| e.pointer("/params/publicKeys"))
             .ok_or(KeyError::KeyList)?;

@@ -207,6 +207,9 @@ mod tests {
         assert_eq!(locs, ["$.a.b[0].c[0].d", "$.a.b[0].c[1].d"]);
         assert_eq!(r.missing.len(), 1);
         assert_eq!(r.missing[0].render(), "$.a.b[1].c[0].d");
-        assert_eq!(FieldPath::parse("items[].price").unwrap().rooted(), "$.items[].price");
+        assert_eq!(
+            FieldPath::parse("items[].price").unwrap().rooted(),
+            "$.items[].price"
+        );
     }
 }

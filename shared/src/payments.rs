@@ -38,7 +38,13 @@ pub fn accepts(config: &ServiceConfig, amount_units: u64) -> Vec<Value> {
 }
 
 /// The x402 v2 PaymentRequired object for a resource.
-pub fn payment_required(config: &ServiceConfig, path: &str, description: &str, amount_units: u64, error: &str) -> Value {
+pub fn payment_required(
+    config: &ServiceConfig,
+    path: &str,
+    description: &str,
+    amount_units: u64,
+    error: &str,
+) -> Value {
     json!({
         "x402Version": 2,
         "error": error,
@@ -65,7 +71,10 @@ pub fn free_trial(config: &ServiceConfig, state: &FreeTrialState<'_>) -> Value {
     let remaining = limit.saturating_sub(state.used);
     let available = remaining > 0;
     let message = if available {
-        format!("This client has {remaining} of {limit} free checks left today (REST and MCP share them); they reset at {}.", state.resets_at)
+        format!(
+            "This client has {remaining} of {limit} free checks left today (REST and MCP share them); they reset at {}.",
+            state.resets_at
+        )
     } else {
         format!(
             "This client's {limit} free checks for today are used up (REST and MCP share them); they reset at {}. Payment applies until then.",

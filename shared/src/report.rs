@@ -22,11 +22,21 @@ pub struct NextAction {
 
 /// The next actions for a result.
 pub fn next_actions(passed: bool) -> Vec<NextAction> {
-    let act = |action, using, for_| NextAction { action, using, for_ };
+    let act = |action, using, for_| NextAction {
+        action,
+        using,
+        for_,
+    };
     if passed {
-        vec![act("attach_receipt", None, Some("seller")), act("proceed_to_payment", None, Some("buyer"))]
+        vec![
+            act("attach_receipt", None, Some("seller")),
+            act("proceed_to_payment", None, Some("buyer")),
+        ]
     } else {
-        vec![act("repair_and_reverify", Some("hints"), None), act("withhold_payment", None, Some("buyer"))]
+        vec![
+            act("repair_and_reverify", Some("hints"), None),
+            act("withhold_payment", None, Some("buyer")),
+        ]
     }
 }
 
@@ -41,8 +51,16 @@ pub struct Ratio {
 impl Ratio {
     /// `passed/total` rounded to 6 decimals; 1.0 when nothing was checked.
     pub fn new(passed: usize, total: usize) -> Self {
-        let ratio = if total == 0 { 1.0 } else { (passed as f64 / total as f64 * 1e6).round() / 1e6 };
-        Ratio { ratio, passed, total }
+        let ratio = if total == 0 {
+            1.0
+        } else {
+            (passed as f64 / total as f64 * 1e6).round() / 1e6
+        };
+        Ratio {
+            ratio,
+            passed,
+            total,
+        }
     }
 }
 
@@ -123,9 +141,18 @@ pub struct Details {
 
 impl Details {
     /// Build the lists from sorted findings, each capped at `cap` entries.
-    pub fn from_findings(findings: &[Finding], cap: usize, schema: Ratio, integrity: Ratio) -> Self {
+    pub fn from_findings(
+        findings: &[Finding],
+        cap: usize,
+        schema: Ratio,
+        integrity: Ratio,
+    ) -> Self {
         let blocking: Vec<&Finding> = findings.iter().filter(|f| f.blocking).collect();
-        let errors: Vec<String> = blocking.iter().take(cap).map(|f| f.message.clone()).collect();
+        let errors: Vec<String> = blocking
+            .iter()
+            .take(cap)
+            .map(|f| f.message.clone())
+            .collect();
         let errors_detail: Vec<ErrorDetail> = blocking
             .iter()
             .take(cap)
@@ -173,7 +200,10 @@ impl Details {
             hints_total: all,
             hints_omitted: all - hints.len(),
             hints,
-            overall: Ratio::new(schema.passed + integrity.passed, schema.total + integrity.total),
+            overall: Ratio::new(
+                schema.passed + integrity.passed,
+                schema.total + integrity.total,
+            ),
             schema_compliance: schema,
             integrity_checks: integrity,
         }

@@ -50,7 +50,11 @@ pub struct FieldProblem {
 
 impl FieldProblem {
     /// A problem at `field`.
-    pub fn new(field: impl Into<String>, problem: impl Into<String>, fix: impl Into<String>) -> Self {
+    pub fn new(
+        field: impl Into<String>,
+        problem: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
         FieldProblem {
             field: field.into(),
             problem: problem.into(),
@@ -210,7 +214,10 @@ impl VerifyRequest {
         let agent_id = id_field(&mut problems, map.get("agent_id"), "agent_id", false);
         let expected_schema = match map.remove("expected_schema") {
             None => {
-                problems.push(missing("expected_schema", "Send a JSON Schema object, e.g. {\"type\": \"object\"}."));
+                problems.push(missing(
+                    "expected_schema",
+                    "Send a JSON Schema object, e.g. {\"type\": \"object\"}.",
+                ));
                 Value::Null
             }
             Some(v @ (Value::Object(_) | Value::Bool(_))) => v,
@@ -233,7 +240,19 @@ impl VerifyRequest {
                 Value::Null
             }
         };
-        let strict_content_check = bool_field(&mut problems, map.get("strict_content_check"), "strict_content_check");
+        for (name, value) in [
+            ("expected_schema", &expected_schema),
+            ("submitted_output", &submitted_output),
+        ] {
+            if depth_exceeds(value, MAX_DEPTH) {
+                problems.push(json_problem(name, JsonError::TooDeep));
+            }
+        }
+        let strict_content_check = bool_field(
+            &mut problems,
+            map.get("strict_content_check"),
+            "strict_content_check",
+        );
         let enforce_rules = bool_field(&mut problems, map.get("enforce_rules"), "enforce_rules");
         let detail = match map.get("detail") {
             None => Detail::Full,
@@ -295,7 +314,10 @@ impl VerifyRequest {
         doc.insert("agent_id".into(), parts.agent_id);
         doc.insert("expected_schema".into(), self.expected_schema.clone());
         doc.insert("submitted_output".into(), self.submitted_output.clone());
-        doc.insert("strict_content_check".into(), Value::Bool(self.strict_content_check));
+        doc.insert(
+            "strict_content_check".into(),
+            Value::Bool(self.strict_content_check),
+        );
         doc.insert("bounds".into(), parts.bounds);
         doc.insert("rules".into(), parts.rules);
         doc.insert("enforce_rules".into(), Value::Bool(self.enforce_rules));
@@ -346,7 +368,14 @@ fn filled_rules(sent: &Value) -> Value {
                 .iter()
                 .map(|rule| {
                     let mut full = Map::new();
-                    for key in ["equals_field", "equals", "other_field", "value", "in_field", "values"] {
+                    for key in [
+                        "equals_field",
+                        "equals",
+                        "other_field",
+                        "value",
+                        "in_field",
+                        "values",
+                    ] {
                         full.insert(key.into(), Value::Null);
                     }
                     full.insert("tolerance".into(), DEFAULT_TOLERANCE.into());
@@ -360,6 +389,23 @@ fn filled_rules(sent: &Value) -> Value {
         ),
         _ => Value::Null,
     }
+}
+
+/// Whether arrays and objects nest deeper than `max` (iterative: safe on any depth).
+fn depth_exceeds(value: &Value, max: usize) -> bool {
+    let mut stack = vec![(value, 1usize)];
+    while let Some((v, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        if depth > max {
+            return true;
+        }
+        stack.extend(children.map(|c| (c, depth + 1)));
+    }
+    false
 }
 
 fn json_problem(field: &str, error: JsonError) -> FieldProblem {
@@ -376,9 +422,10 @@ fn json_problem(field: &str, error: JsonError) -> FieldProblem {
         JsonError::NonFinite { .. } => {
             "Send numbers within the IEEE-754 double range; NaN, Infinity and overflowing numbers cannot be canonicalized."
         }
-        JsonError::TooDeep => "Flatten the document: arrays and objects may nest at most 128 levels.",
+        JsonError::TooDeep => {
+            "Flatten the document: arrays and objects may nest at most 128 levels."
+        }
     };
-    let _ = MAX_DEPTH;
     FieldProblem::new(field, error.to_string(), fix)
 }
 
@@ -386,8 +433,16 @@ fn missing(field: &str, fix: &str) -> FieldProblem {
     FieldProblem::new(field, "is required but missing", fix)
 }
 
-fn id_field(problems: &mut Vec<FieldProblem>, value: Option<&Value>, name: &str, required: bool) -> Option<String> {
-    let fix = format!("Send {name} as a string of 1 to {MAX_ID_CHARS} characters{}.", if required { "" } else { ", or null" });
+fn id_field(
+    problems: &mut Vec<FieldProblem>,
+    value: Option<&Value>,
+    name: &str,
+    required: bool,
+) -> Option<String> {
+    let fix = format!(
+        "Send {name} as a string of 1 to {MAX_ID_CHARS} characters{}.",
+        if required { "" } else { ", or null" }
+    );
     match value {
         None if required => {
             problems.push(missing(name, &fix));
@@ -401,7 +456,11 @@ fn id_field(problems: &mut Vec<FieldProblem>, value: Option<&Value>, name: &str,
                 problems.push(FieldProblem::new(name, "is empty", fix));
                 None
             } else if n > MAX_ID_CHARS {
-                problems.push(FieldProblem::new(name, format!("is longer than {MAX_ID_CHARS} characters"), fix));
+                problems.push(FieldProblem::new(
+                    name,
+                    format!("is longer than {MAX_ID_CHARS} characters"),
+                    fix,
+                ));
                 None
             } else {
                 Some(s.clone())
@@ -419,7 +478,11 @@ fn bool_field(problems: &mut Vec<FieldProblem>, value: Option<&Value>, name: &st
         None => false,
         Some(Value::Bool(b)) => *b,
         Some(_) => {
-            problems.push(FieldProblem::new(name, "has the wrong type", "Send true or false (or leave the field out for false)."));
+            problems.push(FieldProblem::new(
+                name,
+                "has the wrong type",
+                "Send true or false (or leave the field out for false).",
+            ));
             false
         }
     }
@@ -431,7 +494,11 @@ fn path_at(problems: &mut Vec<FieldProblem>, value: &Value, at: String) -> Optio
         Value::String(s) => match FieldPath::parse(s) {
             Ok(p) => Some(p),
             Err(e) => {
-                problems.push(FieldProblem::new(at, format!("is not a valid path: it {e}"), FIX));
+                problems.push(FieldProblem::new(
+                    at,
+                    format!("is not a valid path: it {e}"),
+                    FIX,
+                ));
                 None
             }
         },
@@ -446,7 +513,11 @@ fn number_at(problems: &mut Vec<FieldProblem>, value: &Value, at: String) -> Opt
     match value.as_f64() {
         Some(n) if value.is_number() => Some((n, value.clone())),
         _ => {
-            problems.push(FieldProblem::new(at, "has the wrong type", "Send a number."));
+            problems.push(FieldProblem::new(
+                at,
+                "has the wrong type",
+                "Send a number.",
+            ));
             None
         }
     }
@@ -469,34 +540,67 @@ fn parse_bounds(problems: &mut Vec<FieldProblem>, sent: &Value) -> Vec<Bound> {
     for (i, (path_text, spec)) in map.iter().enumerate() {
         // A bound's key is the caller's path text; report it by position, not by quoting it.
         let at = format!("bounds[{i}]");
-        let path = path_at(problems, &Value::String(path_text.clone()), format!("{at} (key)"));
+        let path = path_at(
+            problems,
+            &Value::String(path_text.clone()),
+            format!("{at} (key)"),
+        );
         let Value::Object(spec) = spec else {
-            problems.push(FieldProblem::new(at, "has the wrong type", "Send {\"min\": <number>, \"max\": <number>, \"if_present\": <bool>}."));
+            problems.push(FieldProblem::new(
+                at,
+                "has the wrong type",
+                "Send {\"min\": <number>, \"max\": <number>, \"if_present\": <bool>}.",
+            ));
             continue;
         };
-        let unknown = spec.keys().filter(|k| !BOUND_KEYS.contains(&k.as_str())).count();
+        let unknown = spec
+            .keys()
+            .filter(|k| !BOUND_KEYS.contains(&k.as_str()))
+            .count();
         if unknown > 0 {
-            problems.push(FieldProblem::new(at.clone(), format!("has {unknown} key(s) this API does not know"), "Use only min, max and if_present."));
+            problems.push(FieldProblem::new(
+                at.clone(),
+                format!("has {unknown} key(s) this API does not know"),
+                "Use only min, max and if_present.",
+            ));
         }
         let min = opt_number(problems, spec.get("min"), format!("{at}.min"));
         let max = opt_number(problems, spec.get("max"), format!("{at}.max"));
         let if_present = opt_bool(problems, spec.get("if_present"), format!("{at}.if_present"));
-        if spec.get("min").is_none_or(Value::is_null) && spec.get("max").is_none_or(Value::is_null) {
-            problems.push(FieldProblem::new(at.clone(), "has neither min nor max", "Give min, max or both."));
+        if spec.get("min").is_none_or(Value::is_null) && spec.get("max").is_none_or(Value::is_null)
+        {
+            problems.push(FieldProblem::new(
+                at.clone(),
+                "has neither min nor max",
+                "Give min, max or both.",
+            ));
         }
-        if let (Some((lo, _)), Some((hi, _))) = (&min, &max) {
-            if lo > hi {
-                problems.push(FieldProblem::new(at.clone(), "has min greater than max", "Give min ≤ max."));
-            }
+        if let (Some((lo, _)), Some((hi, _))) = (&min, &max)
+            && lo > hi
+        {
+            problems.push(FieldProblem::new(
+                at.clone(),
+                "has min greater than max",
+                "Give min ≤ max.",
+            ));
         }
         if let Some(field) = path {
-            out.push(Bound { field, min, max, if_present });
+            out.push(Bound {
+                field,
+                min,
+                max,
+                if_present,
+            });
         }
     }
     out
 }
 
-fn opt_number(problems: &mut Vec<FieldProblem>, value: Option<&Value>, at: String) -> Option<(f64, Value)> {
+fn opt_number(
+    problems: &mut Vec<FieldProblem>,
+    value: Option<&Value>,
+    at: String,
+) -> Option<(f64, Value)> {
     match value {
         None | Some(Value::Null) => None,
         Some(v) => number_at(problems, v, at),
@@ -508,7 +612,11 @@ fn opt_bool(problems: &mut Vec<FieldProblem>, value: Option<&Value>, at: String)
         None => false,
         Some(Value::Bool(b)) => *b,
         Some(_) => {
-            problems.push(FieldProblem::new(at, "has the wrong type", "Send true or false."));
+            problems.push(FieldProblem::new(
+                at,
+                "has the wrong type",
+                "Send true or false.",
+            ));
             false
         }
     }
@@ -535,35 +643,62 @@ fn parse_rules(problems: &mut Vec<FieldProblem>, sent: &Value) -> Vec<Rule> {
 
 fn parse_rule(problems: &mut Vec<FieldProblem>, rule: &Value, at: String) -> Option<Rule> {
     let Value::Object(spec) = rule else {
-        problems.push(FieldProblem::new(at, "has the wrong type", "Send a rule object such as {\"type\": \"unique\", \"field\": \"items[].id\"}."));
+        problems.push(FieldProblem::new(
+            at,
+            "has the wrong type",
+            "Send a rule object such as {\"type\": \"unique\", \"field\": \"items[].id\"}.",
+        ));
         return None;
     };
     let before = problems.len();
-    let unknown = spec.keys().filter(|k| !RULE_KEYS.contains(&k.as_str())).count();
+    let unknown = spec
+        .keys()
+        .filter(|k| !RULE_KEYS.contains(&k.as_str()))
+        .count();
     if unknown > 0 {
-        problems.push(FieldProblem::new(at.clone(), format!("has {unknown} key(s) this API does not know"), format!("Use only: {}.", RULE_KEYS.join(", "))));
+        problems.push(FieldProblem::new(
+            at.clone(),
+            format!("has {unknown} key(s) this API does not know"),
+            format!("Use only: {}.", RULE_KEYS.join(", ")),
+        ));
     }
     let given = |k: &str| spec.get(k).filter(|v| !v.is_null());
     let kind = match spec.get("type") {
         None | Some(Value::Null) => {
-            problems.push(FieldProblem::new(format!("{at}.type"), "is required but missing", RULE_TYPES_FIX));
+            problems.push(FieldProblem::new(
+                format!("{at}.type"),
+                "is required but missing",
+                RULE_TYPES_FIX,
+            ));
             None
         }
         Some(Value::String(s)) => {
             let t = RuleType::parse(s);
             if t.is_none() {
-                problems.push(FieldProblem::new(format!("{at}.type"), "is not one of the allowed values", RULE_TYPES_FIX));
+                problems.push(FieldProblem::new(
+                    format!("{at}.type"),
+                    "is not one of the allowed values",
+                    RULE_TYPES_FIX,
+                ));
             }
             t
         }
         Some(_) => {
-            problems.push(FieldProblem::new(format!("{at}.type"), "has the wrong type", RULE_TYPES_FIX));
+            problems.push(FieldProblem::new(
+                format!("{at}.type"),
+                "has the wrong type",
+                RULE_TYPES_FIX,
+            ));
             None
         }
     };
     let field = match given("field") {
         None => {
-            problems.push(FieldProblem::new(format!("{at}.field"), "is required but missing", "Send the path the rule checks, e.g. 'items[].price'."));
+            problems.push(FieldProblem::new(
+                format!("{at}.field"),
+                "is required but missing",
+                "Send the path the rule checks, e.g. 'items[].price'.",
+            ));
             None
         }
         Some(v) => path_at(problems, v, format!("{at}.field")),
@@ -573,12 +708,20 @@ fn parse_rule(problems: &mut Vec<FieldProblem>, rule: &Value, at: String) -> Opt
         Some(v) => match v.as_f64() {
             Some(t) if t >= 0.0 => t,
             _ => {
-                problems.push(FieldProblem::new(format!("{at}.tolerance"), "must be a number ≥ 0", "Send a non-negative number, e.g. 0.01."));
+                problems.push(FieldProblem::new(
+                    format!("{at}.tolerance"),
+                    "must be a number ≥ 0",
+                    "Send a non-negative number, e.g. 0.01.",
+                ));
                 DEFAULT_TOLERANCE
             }
         },
     };
-    let if_present = opt_bool(problems, spec.get("if_present").filter(|v| !v.is_null()), format!("{at}.if_present"));
+    let if_present = opt_bool(
+        problems,
+        spec.get("if_present").filter(|v| !v.is_null()),
+        format!("{at}.if_present"),
+    );
     let operand = kind.and_then(|kind| parse_operand(problems, kind, &given, &at));
     if problems.len() > before {
         return None;
@@ -605,7 +748,14 @@ fn parse_operand<'a>(
         RuleType::ExistsIn => ("in_field", "values"),
         RuleType::Unique => ("", ""),
     };
-    for key in ["equals_field", "equals", "other_field", "value", "in_field", "values"] {
+    for key in [
+        "equals_field",
+        "equals",
+        "other_field",
+        "value",
+        "in_field",
+        "values",
+    ] {
         if key != field_key && key != const_key && given(key).is_some() {
             problems.push(FieldProblem::new(
                 format!("{at}.{key}"),
@@ -634,16 +784,23 @@ fn parse_operand<'a>(
             ));
             None
         }
-        (Some(path), None) => path_at(problems, path, format!("{at}.{field_key}")).map(Operand::Field),
+        (Some(path), None) => {
+            path_at(problems, path, format!("{at}.{field_key}")).map(Operand::Field)
+        }
         (None, Some(constant)) => match kind {
             RuleType::ExistsIn => match constant {
                 Value::Array(list) => Some(Operand::List(list.clone())),
                 _ => {
-                    problems.push(FieldProblem::new(format!("{at}.values"), "has the wrong type", "Send an array of allowed values."));
+                    problems.push(FieldProblem::new(
+                        format!("{at}.values"),
+                        "has the wrong type",
+                        "Send an array of allowed values.",
+                    ));
                     None
                 }
             },
-            _ => number_at(problems, constant, format!("{at}.{const_key}")).map(|(n, v)| Operand::Number(n, v)),
+            _ => number_at(problems, constant, format!("{at}.{const_key}"))
+                .map(|(n, v)| Operand::Number(n, v)),
         },
     }
 }

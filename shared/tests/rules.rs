@@ -24,7 +24,11 @@ fn verify_with(engine: &Engine, request: Value) -> Value {
         .verify(&req, &key, OffsetDateTime::now_utc())
         .expect("verification runs");
     let body: Value = serde_json::from_slice(&out.body).expect("the body is JSON");
-    assert_eq!(out.passed, body["result"] == "pass", "Verification::passed matches the body");
+    assert_eq!(
+        out.passed,
+        body["result"] == "pass",
+        "Verification::passed matches the body"
+    );
     assert_eq!(body["verification_id"], out.verification_id.as_str());
     assert_eq!(body["verified_at"], out.verified_at.as_str());
     verify_receipt(&body, &[key.public_entry()]).expect("every receipt verifies under its key");
@@ -51,18 +55,32 @@ fn with_rule(output: Value, rule: Value) -> Value {
 }
 
 fn assert_pass(body: &Value, what: &str) {
-    assert_eq!(body["result"], "pass", "{what}: expected pass, body: {body:#}");
+    assert_eq!(
+        body["result"], "pass",
+        "{what}: expected pass, body: {body:#}"
+    );
     assert_eq!(body["summary"]["result"], "pass", "{what}");
     assert_eq!(body["summary"]["blocking_checks"], json!([]), "{what}");
     assert_eq!(body["errors"], json!([]), "{what}");
 }
 
 fn assert_fail(body: &Value, check: &str, what: &str) {
-    assert_eq!(body["result"], "fail", "{what}: expected fail, body: {body:#}");
-    let blocking = body["summary"]["blocking_checks"].as_array().expect("blocking_checks");
-    assert!(blocking.iter().any(|c| c == check), "{what}: {check} not in {blocking:?}");
+    assert_eq!(
+        body["result"], "fail",
+        "{what}: expected fail, body: {body:#}"
+    );
+    let blocking = body["summary"]["blocking_checks"]
+        .as_array()
+        .expect("blocking_checks");
+    assert!(
+        blocking.iter().any(|c| c == check),
+        "{what}: {check} not in {blocking:?}"
+    );
     let errors = body["errors_detail"].as_array().expect("errors_detail");
-    assert!(errors.iter().any(|e| e["check"] == check), "{what}: no error of {check}");
+    assert!(
+        errors.iter().any(|e| e["check"] == check),
+        "{what}: no error of {check}"
+    );
 }
 
 fn invoice(total: Value) -> Value {
@@ -74,7 +92,10 @@ fn invoice(total: Value) -> Value {
 #[test]
 fn sum_equals_with_equals_field() {
     let rule = json!({"type": "sum_equals", "field": "items[].price", "equals_field": "total"});
-    assert_pass(&verify(with_rule(invoice(json!(15.0)), rule.clone())), "sum matches");
+    assert_pass(
+        &verify(with_rule(invoice(json!(15.0)), rule.clone())),
+        "sum matches",
+    );
     let body = verify(with_rule(invoice(json!(16)), rule));
     assert_fail(&body, "consistency:sum_equals", "sum differs");
     assert_eq!(
@@ -82,15 +103,22 @@ fn sum_equals_with_equals_field() {
         "enforce_rules: consistency:sum_equals at 'items[].price': values sum to 15.0, expected total (16)"
     );
     assert_eq!(body["errors_detail"][0]["path"], "$.items[].price");
-    assert_eq!(body["errors_detail"][0]["expected"], "a sum equal to total (16)");
+    assert_eq!(
+        body["errors_detail"][0]["expected"],
+        "a sum equal to total (16)"
+    );
     assert_eq!(body["errors_detail"][0]["found"], "sum 15.0");
     assert_eq!(body["hints"][0]["source"], "integrity");
 }
 
 #[test]
 fn sum_equals_with_constant() {
-    let rule = |equals: Value| json!({"type": "sum_equals", "field": "items[].price", "equals": equals});
-    assert_pass(&verify(with_rule(invoice(json!(0)), rule(json!(15)))), "constant matches");
+    let rule =
+        |equals: Value| json!({"type": "sum_equals", "field": "items[].price", "equals": equals});
+    assert_pass(
+        &verify(with_rule(invoice(json!(0)), rule(json!(15)))),
+        "constant matches",
+    );
     let body = verify(with_rule(invoice(json!(0)), rule(json!(14.5))));
     assert_fail(&body, "consistency:sum_equals", "constant differs");
     assert_eq!(body["errors_detail"][0]["expected"], "a sum equal to 14.5");
@@ -99,7 +127,10 @@ fn sum_equals_with_constant() {
 #[test]
 fn sum_equals_integer_terms_print_as_integers() {
     let output = json!({"q": [1, 2, 3]});
-    let body = verify(with_rule(output, json!({"type": "sum_equals", "field": "q[]", "equals": 7})));
+    let body = verify(with_rule(
+        output,
+        json!({"type": "sum_equals", "field": "q[]", "equals": 7}),
+    ));
     assert_fail(&body, "consistency:sum_equals", "6 != 7");
     assert_eq!(body["errors_detail"][0]["found"], "sum 6");
 }
@@ -110,32 +141,55 @@ fn sum_equals_with_a_non_number_term_fails() {
     let rule = json!({"type": "sum_equals", "field": "items[].price", "equals_field": "total"});
     let body = verify(with_rule(output, rule));
     assert_fail(&body, "consistency:sum_equals", "a string term");
-    assert_eq!(body["flags"][0]["detail"], "the value at $.items[1].price is not a number");
+    assert_eq!(
+        body["flags"][0]["detail"],
+        "the value at $.items[1].price is not a number"
+    );
 }
 
 // ---------------------------------------------------------------- tolerance
 
 #[test]
 fn tolerance_within_and_outside() {
-    let output = json!({"items": [{"price": 3.333}, {"price": 3.333}, {"price": 3.333}], "total": 10});
-    let rule = |tolerance: f64| {
-        json!({"type": "sum_equals", "field": "items[].price", "equals_field": "total", "tolerance": tolerance})
-    };
+    let output =
+        json!({"items": [{"price": 3.333}, {"price": 3.333}, {"price": 3.333}], "total": 10});
+    let rule = |tolerance: f64| json!({"type": "sum_equals", "field": "items[].price", "equals_field": "total", "tolerance": tolerance});
     // |9.999 − 10| = 0.001
-    assert_pass(&verify(with_rule(output.clone(), rule(0.01))), "within tolerance");
-    assert_pass(&verify(with_rule(output.clone(), rule(0.0011))), "just within tolerance");
-    assert_fail(&verify(with_rule(output.clone(), rule(0.0009))), "consistency:sum_equals", "just outside");
-    assert_fail(&verify(with_rule(output, rule(0.0))), "consistency:sum_equals", "zero tolerance");
+    assert_pass(
+        &verify(with_rule(output.clone(), rule(0.01))),
+        "within tolerance",
+    );
+    assert_pass(
+        &verify(with_rule(output.clone(), rule(0.0011))),
+        "just within tolerance",
+    );
+    assert_fail(
+        &verify(with_rule(output.clone(), rule(0.0009))),
+        "consistency:sum_equals",
+        "just outside",
+    );
+    assert_fail(
+        &verify(with_rule(output, rule(0.0))),
+        "consistency:sum_equals",
+        "zero tolerance",
+    );
 }
 
 #[test]
 fn default_tolerance_absorbs_float_rounding_only() {
     let output = json!({"p": [0.1, 0.2], "total": 0.3});
     let rule = json!({"type": "sum_equals", "field": "p[]", "equals_field": "total"});
-    assert_pass(&verify(with_rule(output, rule)), "0.1 + 0.2 == 0.3 within 1e-9");
+    assert_pass(
+        &verify(with_rule(output, rule)),
+        "0.1 + 0.2 == 0.3 within 1e-9",
+    );
     let output = json!({"p": [0.1, 0.2], "total": 0.30001});
     let rule = json!({"type": "sum_equals", "field": "p[]", "equals_field": "total"});
-    assert_fail(&verify(with_rule(output, rule)), "consistency:sum_equals", "1e-5 off");
+    assert_fail(
+        &verify(with_rule(output, rule)),
+        "consistency:sum_equals",
+        "1e-5 off",
+    );
 }
 
 // ---------------------------------------------------------------- gte / lte
@@ -144,40 +198,65 @@ fn default_tolerance_absorbs_float_rounding_only() {
 fn gte_with_value_and_other_field() {
     let output = json!({"paid": 20, "total": 15, "items": [{"qty": 1}, {"qty": 0}]});
     assert_pass(
-        &verify(with_rule(output.clone(), json!({"type": "gte", "field": "paid", "value": 20}))),
+        &verify(with_rule(
+            output.clone(),
+            json!({"type": "gte", "field": "paid", "value": 20}),
+        )),
         "20 >= 20",
     );
     assert_pass(
-        &verify(with_rule(output.clone(), json!({"type": "gte", "field": "paid", "other_field": "total"}))),
+        &verify(with_rule(
+            output.clone(),
+            json!({"type": "gte", "field": "paid", "other_field": "total"}),
+        )),
         "paid >= total",
     );
-    let body = verify(with_rule(output.clone(), json!({"type": "gte", "field": "total", "other_field": "paid"})));
+    let body = verify(with_rule(
+        output.clone(),
+        json!({"type": "gte", "field": "total", "other_field": "paid"}),
+    ));
     assert_fail(&body, "consistency:gte", "total < paid");
     assert_eq!(body["errors_detail"][0]["expected"], "values >= paid (20)");
     assert_eq!(body["errors_detail"][0]["found"], "15 at $.total");
 
-    let body = verify(with_rule(output, json!({"type": "gte", "field": "items[].qty", "value": 1})));
+    let body = verify(with_rule(
+        output,
+        json!({"type": "gte", "field": "items[].qty", "value": 1}),
+    ));
     assert_fail(&body, "consistency:gte", "one qty is 0");
     assert_eq!(body["errors_detail"][0]["found"], "0 at $.items[1].qty");
 }
 
 #[test]
 fn lte_with_value_and_other_field() {
-    let output = json!({"discount": 5, "total": 15, "items": [{"qty": 1}, {"qty": 9}, {"qty": 12}]});
+    let output =
+        json!({"discount": 5, "total": 15, "items": [{"qty": 1}, {"qty": 9}, {"qty": 12}]});
     assert_pass(
-        &verify(with_rule(output.clone(), json!({"type": "lte", "field": "discount", "value": 5}))),
+        &verify(with_rule(
+            output.clone(),
+            json!({"type": "lte", "field": "discount", "value": 5}),
+        )),
         "5 <= 5",
     );
     assert_pass(
-        &verify(with_rule(output.clone(), json!({"type": "lte", "field": "discount", "other_field": "total"}))),
+        &verify(with_rule(
+            output.clone(),
+            json!({"type": "lte", "field": "discount", "other_field": "total"}),
+        )),
         "discount <= total",
     );
     assert_fail(
-        &verify(with_rule(output.clone(), json!({"type": "lte", "field": "total", "other_field": "discount"}))),
+        &verify(with_rule(
+            output.clone(),
+            json!({"type": "lte", "field": "total", "other_field": "discount"}),
+        )),
         "consistency:lte",
         "total > discount",
     );
-    let body = verify(with_rule(output, json!({"type": "lte", "field": "items[].qty", "value": 8})));
+    let body = verify(with_rule(
+        output,
+        json!({"type": "lte", "field": "items[].qty", "value": 8}),
+    ));
     assert_fail(&body, "consistency:lte", "two qty above 8");
     assert_eq!(
         body["flags"][0]["detail"],
@@ -188,7 +267,10 @@ fn lte_with_value_and_other_field() {
 #[test]
 fn other_field_naming_several_values_fails() {
     let output = json!({"paid": 20, "items": [{"p": 1}, {"p": 2}]});
-    let body = verify(with_rule(output, json!({"type": "gte", "field": "paid", "other_field": "items[].p"})));
+    let body = verify(with_rule(
+        output,
+        json!({"type": "gte", "field": "paid", "other_field": "items[].p"}),
+    ));
     assert_fail(&body, "consistency:gte", "ambiguous operand");
     assert_eq!(body["errors_detail"][0]["found"], "2 values");
 }
@@ -199,16 +281,28 @@ fn other_field_naming_several_values_fails() {
 fn exists_in_with_values() {
     let output = json!({"status": "paid", "lines": [{"cur": "USD"}, {"cur": "EUR"}]});
     assert_pass(
-        &verify(with_rule(output.clone(), json!({"type": "exists_in", "field": "status", "values": ["paid", "open"]}))),
+        &verify(with_rule(
+            output.clone(),
+            json!({"type": "exists_in", "field": "status", "values": ["paid", "open"]}),
+        )),
         "status allowed",
     );
     assert_pass(
-        &verify(with_rule(output.clone(), json!({"type": "exists_in", "field": "lines[].cur", "values": ["USD", "EUR"]}))),
+        &verify(with_rule(
+            output.clone(),
+            json!({"type": "exists_in", "field": "lines[].cur", "values": ["USD", "EUR"]}),
+        )),
         "every currency allowed",
     );
-    let body = verify(with_rule(output, json!({"type": "exists_in", "field": "lines[].cur", "values": ["USD"]})));
+    let body = verify(with_rule(
+        output,
+        json!({"type": "exists_in", "field": "lines[].cur", "values": ["USD"]}),
+    ));
     assert_fail(&body, "consistency:exists_in", "EUR not allowed");
-    assert_eq!(body["errors_detail"][0]["found"], "a string of 3 characters at $.lines[1].cur");
+    assert_eq!(
+        body["errors_detail"][0]["found"],
+        "a string of 3 characters at $.lines[1].cur"
+    );
 }
 
 #[test]
@@ -218,12 +312,18 @@ fn exists_in_with_in_field() {
         "lines": [{"sku": "A"}, {"sku": "B"}, {"sku": "A"}],
     });
     let rule = json!({"type": "exists_in", "field": "lines[].sku", "in_field": "skus[].sku"});
-    assert_pass(&verify(with_rule(output.clone(), rule.clone())), "every line names a known sku");
+    assert_pass(
+        &verify(with_rule(output.clone(), rule.clone())),
+        "every line names a known sku",
+    );
     let mut bad = output;
     bad["lines"][2]["sku"] = json!("Z");
     let body = verify(with_rule(bad, rule));
     assert_fail(&body, "consistency:exists_in", "unknown sku");
-    assert_eq!(body["errors_detail"][0]["expected"], "values among the values at $.skus[].sku");
+    assert_eq!(
+        body["errors_detail"][0]["expected"],
+        "values among the values at $.skus[].sku"
+    );
 }
 
 #[test]
@@ -238,7 +338,10 @@ fn exists_in_compares_numbers_by_value() {
 #[test]
 fn unique_rule() {
     let rule = json!({"type": "unique", "field": "items[].id"});
-    assert_pass(&verify(with_rule(invoice(json!(15)), rule.clone())), "distinct ids");
+    assert_pass(
+        &verify(with_rule(invoice(json!(15)), rule.clone())),
+        "distinct ids",
+    );
     let output = json!({"items": [{"id": "a"}, {"id": "b"}, {"id": "a"}, {"id": "b"}]});
     let body = verify(with_rule(output, rule));
     assert_fail(&body, "consistency:unique", "repeated ids");
@@ -267,11 +370,18 @@ fn if_present_false_fails_on_a_missing_field_and_true_skips_it() {
 
         let mut explicit_false = rule.clone();
         explicit_false["if_present"] = json!(false);
-        assert_fail(&verify(with_rule(output.clone(), explicit_false)), &check, &format!("{rule} if_present false"));
+        assert_fail(
+            &verify(with_rule(output.clone(), explicit_false)),
+            &check,
+            &format!("{rule} if_present false"),
+        );
 
         let mut lenient = rule.clone();
         lenient["if_present"] = json!(true);
-        assert_pass(&verify(with_rule(output.clone(), lenient)), &format!("{rule} if_present true"));
+        assert_pass(
+            &verify(with_rule(output.clone(), lenient)),
+            &format!("{rule} if_present true"),
+        );
     }
 }
 
@@ -279,7 +389,11 @@ fn if_present_false_fails_on_a_missing_field_and_true_skips_it() {
 fn if_present_true_still_checks_a_present_field() {
     let output = json!({"discount": -1});
     let rule = json!({"type": "gte", "field": "discount", "value": 0, "if_present": true});
-    assert_fail(&verify(with_rule(output, rule)), "consistency:gte", "present and below 0");
+    assert_fail(
+        &verify(with_rule(output, rule)),
+        "consistency:gte",
+        "present and below 0",
+    );
 }
 
 // ---------------------------------------------------------------- enforce_rules
@@ -287,20 +401,29 @@ fn if_present_true_still_checks_a_present_field() {
 #[test]
 fn enforce_rules_on_fails_with_errors_and_error_flags() {
     let rule = json!({"type": "sum_equals", "field": "items[].price", "equals_field": "total"});
-    let body = verify(request(invoice(json!(99)), json!({"rules": [rule], "enforce_rules": true})));
+    let body = verify(request(
+        invoice(json!(99)),
+        json!({"rules": [rule], "enforce_rules": true}),
+    ));
     assert_fail(&body, "consistency:sum_equals", "enforced");
     assert_eq!(body["enforce_rules"], true);
     assert_eq!(body["errors"].as_array().expect("errors").len(), 1);
     assert_eq!(body["errors_total"], 1);
     assert_eq!(body["flags"][0]["severity"], "error");
     assert_eq!(body["next_actions"][0]["action"], "repair_and_reverify");
-    assert_eq!(body["integrity_checks"], json!({"ratio": 0.0, "passed": 0, "total": 1}));
+    assert_eq!(
+        body["integrity_checks"],
+        json!({"ratio": 0.0, "passed": 0, "total": 1})
+    );
 }
 
 #[test]
 fn enforce_rules_off_passes_with_a_warning_flag() {
     let rule = json!({"type": "sum_equals", "field": "items[].price", "equals_field": "total"});
-    for extra in [json!({"rules": [rule.clone()]}), json!({"rules": [rule], "enforce_rules": false})] {
+    for extra in [
+        json!({"rules": [rule.clone()]}),
+        json!({"rules": [rule], "enforce_rules": false}),
+    ] {
         let body = verify(request(invoice(json!(99)), extra));
         assert_pass(&body, "not enforced");
         assert_eq!(body["enforce_rules"], false);
@@ -311,12 +434,18 @@ fn enforce_rules_off_passes_with_a_warning_flag() {
         assert_eq!(flags[0]["severity"], "warning");
         assert_eq!(flags[0]["check"], "consistency:sum_equals");
         assert!(
-            !flags[0]["detail"].as_str().expect("detail").contains("enforce_rules"),
+            !flags[0]["detail"]
+                .as_str()
+                .expect("detail")
+                .contains("enforce_rules"),
             "the warning is not labelled as enforced"
         );
         assert_eq!(body["hints"].as_array().expect("hints").len(), 1);
         let ratio = body["integrity_checks"]["ratio"].as_f64().expect("ratio");
-        assert!(ratio < 1.0, "a failed rule lowers integrity_checks even when not enforced: {ratio}");
+        assert!(
+            ratio < 1.0,
+            "a failed rule lowers integrity_checks even when not enforced: {ratio}"
+        );
         assert_eq!(body["integrity_checks"]["passed"], 0);
         assert_eq!(body["next_actions"][0]["action"], "attach_receipt");
     }
@@ -328,7 +457,10 @@ fn enforce_rules_off_passes_with_a_warning_flag() {
 fn bounds_min_and_max() {
     let output = json!({"items": [{"price": 10}, {"price": 150}, {"price": -1}], "total": 50});
     let bounds = |b: Value| request(output.clone(), json!({"bounds": b}));
-    assert_pass(&verify(bounds(json!({"total": {"min": 0, "max": 100}}))), "50 in [0, 100]");
+    assert_pass(
+        &verify(bounds(json!({"total": {"min": 0, "max": 100}}))),
+        "50 in [0, 100]",
+    );
     assert_pass(&verify(bounds(json!({"total": {"min": 50}}))), "50 >= 50");
     assert_pass(&verify(bounds(json!({"total": {"max": 50}}))), "50 <= 50");
     let body = verify(bounds(json!({"total": {"max": 49.5}})));
@@ -343,31 +475,52 @@ fn bounds_min_and_max() {
         "value at $.items[1].price is 150, expected between 0 and 100 (2 values out of range)"
     );
     assert_eq!(body["flags"][0]["severity"], "error");
-    assert_eq!(body["integrity_checks"], json!({"ratio": 0.0, "passed": 0, "total": 1}));
+    assert_eq!(
+        body["integrity_checks"],
+        json!({"ratio": 0.0, "passed": 0, "total": 1})
+    );
 }
 
 #[test]
 fn bounds_are_blocking_even_without_enforce_rules() {
-    let body = verify(request(json!({"total": 500}), json!({"bounds": {"total": {"max": 100}}, "enforce_rules": false})));
+    let body = verify(request(
+        json!({"total": 500}),
+        json!({"bounds": {"total": {"max": 100}}, "enforce_rules": false}),
+    ));
     assert_fail(&body, "bounds:range", "bounds always block");
 }
 
 #[test]
 fn bounds_missing_field_and_if_present() {
     let output = json!({"total": 50});
-    let body = verify(request(output.clone(), json!({"bounds": {"discount": {"min": 0}}})));
+    let body = verify(request(
+        output.clone(),
+        json!({"bounds": {"discount": {"min": 0}}}),
+    ));
     assert_fail(&body, "bounds:range", "missing, if_present default false");
     assert_eq!(body["errors_detail"][0]["found"], "missing");
-    let body = verify(request(output.clone(), json!({"bounds": {"discount": {"min": 0, "if_present": false}}})));
+    let body = verify(request(
+        output.clone(),
+        json!({"bounds": {"discount": {"min": 0, "if_present": false}}}),
+    ));
     assert_fail(&body, "bounds:range", "missing, if_present false");
-    let body = verify(request(output, json!({"bounds": {"discount": {"min": 0, "if_present": true}}})));
+    let body = verify(request(
+        output,
+        json!({"bounds": {"discount": {"min": 0, "if_present": true}}}),
+    ));
     assert_pass(&body, "missing, if_present true");
-    assert_eq!(body["integrity_checks"], json!({"ratio": 1.0, "passed": 1, "total": 1}));
+    assert_eq!(
+        body["integrity_checks"],
+        json!({"ratio": 1.0, "passed": 1, "total": 1})
+    );
 }
 
 #[test]
 fn bound_on_a_non_number_fails() {
-    let body = verify(request(json!({"total": "50"}), json!({"bounds": {"total": {"min": 0}}})));
+    let body = verify(request(
+        json!({"total": "50"}),
+        json!({"bounds": {"total": {"min": 0}}}),
+    ));
     assert_fail(&body, "bounds:range", "a string is not in range");
 }
 
@@ -387,14 +540,20 @@ fn integrity_counts_each_bound_and_rule_once() {
         }),
     ));
     assert_eq!(body["result"], "fail");
-    assert_eq!(body["integrity_checks"], json!({"ratio": 0.6, "passed": 3, "total": 5}));
+    assert_eq!(
+        body["integrity_checks"],
+        json!({"ratio": 0.6, "passed": 3, "total": 5})
+    );
     assert_eq!(
         body["summary"]["blocking_checks"],
         json!(["bounds:range", "consistency:gte"]),
         "sorted and deduplicated"
     );
     let schema = &body["schema_compliance"];
-    let (sp, st) = (schema["passed"].as_u64().expect("n"), schema["total"].as_u64().expect("n"));
+    let (sp, st) = (
+        schema["passed"].as_u64().expect("n"),
+        schema["total"].as_u64().expect("n"),
+    );
     assert_eq!(body["overall"]["passed"].as_u64().expect("n"), sp + 3);
     assert_eq!(body["overall"]["total"].as_u64().expect("n"), st + 5);
 }
@@ -422,12 +581,18 @@ fn content_checks(body: &Value) -> Vec<String> {
 
 #[test]
 fn strict_content_placeholder_fails() {
-    let body = strict(json!({"type": "object"}), json!({"name": "Acme", "notes": "  todo "}));
+    let body = strict(
+        json!({"type": "object"}),
+        json!({"name": "Acme", "notes": "  todo "}),
+    );
     assert_fail(&body, "content:no_placeholders", "TODO string");
     assert_eq!(content_checks(&body), ["content:no_placeholders"]);
     assert_eq!(body["errors_detail"][0]["path"], "$.notes");
     assert_eq!(body["strict_content_check"], true);
-    assert_eq!(body["integrity_checks"], json!({"ratio": 0.666667, "passed": 2, "total": 3}));
+    assert_eq!(
+        body["integrity_checks"],
+        json!({"ratio": 0.666667, "passed": 2, "total": 3})
+    );
 
     let body = strict(json!({"type": "object"}), json!({"a": ["ok", "TODO"]}));
     assert_fail(&body, "content:no_placeholders", "TODO in an array");
@@ -441,9 +606,15 @@ fn strict_content_blank_required_string_fails() {
     assert_fail(&body, "content:no_empty_required_strings", "blank required");
     assert_eq!(content_checks(&body), ["content:no_empty_required_strings"]);
     assert_eq!(body["errors_detail"][0]["path"], "$.name");
-    assert_eq!(body["integrity_checks"], json!({"ratio": 0.666667, "passed": 2, "total": 3}));
+    assert_eq!(
+        body["integrity_checks"],
+        json!({"ratio": 0.666667, "passed": 2, "total": 3})
+    );
     // A blank string that is not required is fine.
-    assert_pass(&strict(schema, json!({"name": "x", "note": "n", "extra": ""})), "blank optional");
+    assert_pass(
+        &strict(schema, json!({"name": "x", "note": "n", "extra": ""})),
+        "blank optional",
+    );
 }
 
 #[test]
@@ -452,7 +623,10 @@ fn strict_content_empty_output_fails() {
         let body = strict(json!(true), empty.clone());
         assert_fail(&body, "content:not_empty", &format!("{empty} is empty"));
         assert_eq!(content_checks(&body), ["content:not_empty"], "{empty}");
-        assert_eq!(body["integrity_checks"], json!({"ratio": 0.666667, "passed": 2, "total": 3}));
+        assert_eq!(
+            body["integrity_checks"],
+            json!({"ratio": 0.666667, "passed": 2, "total": 3})
+        );
     }
 }
 
@@ -464,10 +638,16 @@ fn strict_content_two_failures_count_twice() {
     assert_fail(&body, "content:no_placeholders", "placeholder");
     assert_eq!(
         content_checks(&body),
-        ["content:no_empty_required_strings", "content:no_placeholders"],
+        [
+            "content:no_empty_required_strings",
+            "content:no_placeholders"
+        ],
         "sorted by path: $.a before $.b"
     );
-    assert_eq!(body["integrity_checks"], json!({"ratio": 0.333333, "passed": 1, "total": 3}));
+    assert_eq!(
+        body["integrity_checks"],
+        json!({"ratio": 0.333333, "passed": 1, "total": 3})
+    );
 }
 
 #[test]
@@ -478,14 +658,23 @@ fn strict_content_off_ignores_placeholders() {
         "submitted_output": {"notes": "TODO", "blank": ""},
     }));
     assert_pass(&body, "strict off");
-    assert_eq!(body["integrity_checks"], json!({"ratio": 1.0, "passed": 0, "total": 0}));
+    assert_eq!(
+        body["integrity_checks"],
+        json!({"ratio": 1.0, "passed": 0, "total": 0})
+    );
 }
 
 #[test]
 fn strict_content_clean_output_passes_with_three_checks() {
-    let body = strict(json!({"type": "object", "required": ["a"]}), json!({"a": "real"}));
+    let body = strict(
+        json!({"type": "object", "required": ["a"]}),
+        json!({"a": "real"}),
+    );
     assert_pass(&body, "clean");
-    assert_eq!(body["integrity_checks"], json!({"ratio": 1.0, "passed": 3, "total": 3}));
+    assert_eq!(
+        body["integrity_checks"],
+        json!({"ratio": 1.0, "passed": 3, "total": 3})
+    );
 }
 
 // ---------------------------------------------------------------- caps
@@ -501,12 +690,19 @@ fn lists_are_capped_at_fifty_with_totals_and_omitted_counts() {
     assert_eq!(body["result"], "fail");
     assert_eq!(body["summary"]["blocking_checks"], json!(["schema:type"]));
     for list in ["errors", "errors_detail", "flags", "hints"] {
-        assert_eq!(body[list].as_array().expect(list).len(), 50, "{list} has 50 entries");
+        assert_eq!(
+            body[list].as_array().expect(list).len(),
+            50,
+            "{list} has 50 entries"
+        );
         assert_eq!(body[format!("{list}_total")], 60, "{list}_total");
         assert_eq!(body[format!("{list}_omitted")], 10, "{list}_omitted");
     }
     // One check for the array's type plus one per item; 60 items fail.
-    assert_eq!(body["schema_compliance"], json!({"ratio": 0.016393, "passed": 1, "total": 61}));
+    assert_eq!(
+        body["schema_compliance"],
+        json!({"ratio": 0.016393, "passed": 1, "total": 61})
+    );
     assert_eq!(body["errors_detail"][0]["path"], "$[0]");
     assert_eq!(body["errors_detail"][0]["expected"], "type string");
 }
@@ -590,7 +786,10 @@ fn raw_keys(body: &[u8]) -> Vec<String> {
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("an object")
         }
-        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Vec<String>, A::Error> {
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Vec<String>, A::Error> {
             let mut keys = Vec::new();
             while let Some(k) = map.next_key::<String>()? {
                 map.next_value::<serde::de::IgnoredAny>()?;
@@ -615,17 +814,37 @@ fn raw_body(request: Value) -> Vec<u8> {
 #[test]
 fn full_and_compact_keys() {
     let rule = json!({"type": "sum_equals", "field": "items[].price", "equals_field": "total"});
-    let full = raw_body(request(invoice(json!(99)), json!({"rules": [rule.clone()], "detail": "full"})));
+    let full = raw_body(request(
+        invoice(json!(99)),
+        json!({"rules": [rule.clone()], "detail": "full"}),
+    ));
     assert_eq!(raw_keys(&full), FULL_KEYS);
-    let default = raw_body(request(invoice(json!(99)), json!({"rules": [rule.clone()]})));
+    let default = raw_body(request(
+        invoice(json!(99)),
+        json!({"rules": [rule.clone()]}),
+    ));
     assert_eq!(raw_keys(&default), FULL_KEYS, "detail defaults to full");
 
-    let compact = raw_body(request(invoice(json!(99)), json!({"rules": [rule], "detail": "compact", "enforce_rules": true})));
+    let compact = raw_body(request(
+        invoice(json!(99)),
+        json!({"rules": [rule], "detail": "compact", "enforce_rules": true}),
+    ));
     assert_eq!(raw_keys(&compact), COMPACT_KEYS);
     let body: Value = serde_json::from_slice(&compact).expect("json");
     assert_eq!(body["result"], "fail", "compact keeps the verdict");
-    assert_eq!(body["summary"]["blocking_checks"], json!(["consistency:sum_equals"]));
-    for absent in ["request_hash", "errors", "flags", "hints", "schema_compliance", "integrity_checks", "overall"] {
+    assert_eq!(
+        body["summary"]["blocking_checks"],
+        json!(["consistency:sum_equals"])
+    );
+    for absent in [
+        "request_hash",
+        "errors",
+        "flags",
+        "hints",
+        "schema_compliance",
+        "integrity_checks",
+        "overall",
+    ] {
         assert!(body.get(absent).is_none(), "compact has no {absent}");
     }
     verify_receipt(&body, &[signer().public_entry()]).expect("the compact receipt verifies");
@@ -637,19 +856,30 @@ fn hashes_are_lowercase_sha256_hex_and_agent_id_is_echoed() {
     for k in ["output_hash", "schema_hash", "rules_hash", "request_hash"] {
         let h = body[k].as_str().expect("hash");
         assert_eq!(h.len(), 64, "{k}");
-        assert!(h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)), "{k} is lowercase hex");
+        assert!(
+            h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+            "{k} is lowercase hex"
+        );
     }
     assert_eq!(body["agent_id"], "agent-1");
     assert_eq!(body["task_id"], "rules-test");
     let body = verify(request(json!({"a": 1}), json!({})));
-    assert_eq!(body["agent_id"], Value::Null, "agent_id is present and null when not sent");
+    assert_eq!(
+        body["agent_id"],
+        Value::Null,
+        "agent_id is present and null when not sent"
+    );
 }
 
 fn strip_volatile(mut body: Value) -> Value {
     let map = body.as_object_mut().expect("object");
     map.remove("verification_id").expect("verification_id");
     map.remove("verified_at").expect("verified_at");
-    let att = map.get_mut("attestation").and_then(Value::as_object_mut).expect("attestation");
+    let att = map
+        .get_mut("attestation")
+        .and_then(Value::as_object_mut)
+        .expect("attestation");
     att.remove("timestamp").expect("timestamp");
     att.remove("signature").expect("signature");
     body
@@ -672,11 +902,18 @@ fn two_runs_are_identical_but_for_id_time_and_signature() {
     std::thread::sleep(std::time::Duration::from_millis(2));
     let second = verify_with(&engine, req.clone());
     let fresh = verify(req);
-    assert_ne!(first["verification_id"], second["verification_id"], "each verification has its own id");
+    assert_ne!(
+        first["verification_id"], second["verification_id"],
+        "each verification has its own id"
+    );
     assert_ne!(first["verified_at"], second["verified_at"]);
     let a = strip_volatile(first);
     assert_eq!(a, strip_volatile(second), "a warm engine is deterministic");
-    assert_eq!(a, strip_volatile(fresh), "a cold engine gives the same body");
+    assert_eq!(
+        a,
+        strip_volatile(fresh),
+        "a cold engine gives the same body"
+    );
 }
 
 #[test]
@@ -686,7 +923,11 @@ fn verification_id_is_uuid_v4() {
     let uuid = uuid::Uuid::parse_str(id).expect("a UUID");
     assert_eq!(uuid.get_version(), Some(uuid::Version::Random), "version 4");
     assert_eq!(uuid.get_variant(), uuid::Variant::RFC4122);
-    assert_eq!(id, uuid.hyphenated().to_string(), "lowercase hyphenated form");
+    assert_eq!(
+        id,
+        uuid.hyphenated().to_string(),
+        "lowercase hyphenated form"
+    );
 }
 
 #[test]
@@ -716,7 +957,10 @@ fn verified_at_is_rfc3339_microseconds_utc_and_equals_the_attestation_timestamp(
     assert!(at.ends_with("+00:00"), "{at}");
     let parsed = OffsetDateTime::parse(at, &Rfc3339).expect("valid RFC 3339");
     let truncate = |t: OffsetDateTime| t.replace_nanosecond(t.microsecond() * 1000).expect("valid");
-    assert!(truncate(before) <= parsed && parsed <= after, "{at} lies within the call");
+    assert!(
+        truncate(before) <= parsed && parsed <= after,
+        "{at} lies within the call"
+    );
     assert_eq!(body["attestation"]["algorithm"], "Ed25519");
     assert_eq!(body["attestation"]["key_version"], "t");
 }
@@ -727,5 +971,8 @@ fn explicit_now_is_rendered_exactly() {
     let req = VerifyRequest::from_value(request(json!({}), json!({}))).expect("valid");
     let now = OffsetDateTime::parse("2026-01-02T03:04:05.000007+02:00", &Rfc3339).expect("time");
     let out = engine.verify(&req, &signer(), now).expect("verified");
-    assert_eq!(out.verified_at, "2026-01-02T01:04:05.000007+00:00", "converted to UTC");
+    assert_eq!(
+        out.verified_at, "2026-01-02T01:04:05.000007+00:00",
+        "converted to UTC"
+    );
 }

@@ -40,7 +40,8 @@ fn suite_root() -> PathBuf {
 }
 
 fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
 }
 
@@ -52,7 +53,11 @@ fn json_files(dir: &Path, prefix: &str, out: &mut Vec<(String, PathBuf)>) {
         .collect();
     entries.sort();
     for path in entries {
-        let name = path.file_name().expect("file name").to_string_lossy().into_owned();
+        let name = path
+            .file_name()
+            .expect("file name")
+            .to_string_lossy()
+            .into_owned();
         if path.is_dir() {
             json_files(&path, &format!("{prefix}{name}/"), out);
         } else if name.ends_with(".json") {
@@ -85,7 +90,10 @@ impl SuiteRemotes {
 }
 
 impl Retrieve for SuiteRemotes {
-    fn retrieve(&self, uri: &Uri<String>) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+    fn retrieve(
+        &self,
+        uri: &Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
         let key = uri.as_str().split('#').next().unwrap_or_default();
         self.documents
             .get(key)
@@ -100,7 +108,10 @@ enum Disagreement {
     /// The engine refused (compile error or canonicalization failure).
     Engine(String),
     /// The verdict differs from the suite's.
-    Verdict { expected_valid: bool, result: String },
+    Verdict {
+        expected_valid: bool,
+        result: String,
+    },
 }
 
 impl std::fmt::Display for Disagreement {
@@ -108,8 +119,14 @@ impl std::fmt::Display for Disagreement {
         match self {
             Disagreement::Request(problems) => write!(f, "request refused: {problems}"),
             Disagreement::Engine(why) => write!(f, "engine refused: {why}"),
-            Disagreement::Verdict { expected_valid, result } => {
-                write!(f, "suite says valid={expected_valid}, pipeline said {result}")
+            Disagreement::Verdict {
+                expected_valid,
+                result,
+            } => {
+                write!(
+                    f,
+                    "suite says valid={expected_valid}, pipeline said {result}"
+                )
             }
         }
     }
@@ -127,30 +144,50 @@ struct Tally {
 fn allowed_reason(draft_dir: &str, file: &str, case: &str, test: &str) -> Option<&'static str> {
     ALLOWED_DISAGREEMENTS
         .iter()
-        .find(|(d, f, c, t, _)| *d == draft_dir && *f == file && *c == case && (*t == "*" || *t == test))
+        .find(|(d, f, c, t, _)| {
+            *d == draft_dir && *f == file && *c == case && (*t == "*" || *t == test)
+        })
         .map(|entry| entry.4)
 }
 
-fn run_one(engine: &Engine, signer: &SigningIdentity, schema: &Value, data: &Value, valid: bool) -> Result<(), Disagreement> {
+fn run_one(
+    engine: &Engine,
+    signer: &SigningIdentity,
+    schema: &Value,
+    data: &Value,
+    valid: bool,
+) -> Result<(), Disagreement> {
     let request = json!({
         "task_id": "json-schema-test-suite",
         "expected_schema": schema,
         "submitted_output": data,
     });
-    let req = VerifyRequest::from_value(request).map_err(|e| Disagreement::Request(format!("{:?}", e.problems)))?;
+    let req = VerifyRequest::from_value(request)
+        .map_err(|e| Disagreement::Request(format!("{:?}", e.problems)))?;
     let verification = engine
         .verify(&req, signer, time::OffsetDateTime::now_utc())
         .map_err(|e| match e {
             EngineError::Invalid(inv) => Disagreement::Engine(format!("{:?}", inv.problems)),
             other => Disagreement::Engine(other.to_string()),
         })?;
-    let body: Value = serde_json::from_slice(&verification.body).expect("the response body is JSON");
-    let result = body["result"].as_str().expect("the response has a result").to_owned();
-    assert_eq!(verification.passed, result == "pass", "Verification::passed agrees with the body");
+    let body: Value =
+        serde_json::from_slice(&verification.body).expect("the response body is JSON");
+    let result = body["result"]
+        .as_str()
+        .expect("the response has a result")
+        .to_owned();
+    assert_eq!(
+        verification.passed,
+        result == "pass",
+        "Verification::passed agrees with the body"
+    );
     if (result == "pass") == valid {
         Ok(())
     } else {
-        Err(Disagreement::Verdict { expected_valid: valid, result })
+        Err(Disagreement::Verdict {
+            expected_valid: valid,
+            result,
+        })
     }
 }
 
@@ -172,11 +209,19 @@ fn run_draft(draft_dir: &str, draft: Option<Draft>, remotes: &Arc<SuiteRemotes>)
         .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
-    assert!(files.len() > 30, "expected the {draft_dir} suite files, found {}", files.len());
+    assert!(
+        files.len() > 30,
+        "expected the {draft_dir} suite files, found {}",
+        files.len()
+    );
 
     let mut tally = Tally::default();
     for path in files {
-        let file = path.file_name().expect("file name").to_string_lossy().into_owned();
+        let file = path
+            .file_name()
+            .expect("file name")
+            .to_string_lossy()
+            .into_owned();
         let cases = read_json(&path);
         for case in cases.as_array().expect("a suite file is an array of cases") {
             tally.cases += 1;
@@ -221,11 +266,18 @@ fn check_draft(draft_dir: &str, draft: Option<Draft>) {
     let stale: Vec<&str> = ALLOWED_DISAGREEMENTS
         .iter()
         .filter(|(d, f, c, _, _)| {
-            *d == draft_dir && !tally.allowed.iter().any(|l| l.starts_with(&format!("{f} :: {c} :: ")))
+            *d == draft_dir
+                && !tally
+                    .allowed
+                    .iter()
+                    .any(|l| l.starts_with(&format!("{f} :: {c} :: ")))
         })
         .map(|e| e.2)
         .collect();
-    assert!(stale.is_empty(), "allow-list entries no longer needed for {draft_dir}: {stale:?}");
+    assert!(
+        stale.is_empty(),
+        "allow-list entries no longer needed for {draft_dir}: {stale:?}"
+    );
     assert!(
         tally.disagreements.is_empty(),
         "{draft_dir}: {} of {} tests disagree with the suite:\n{}",
@@ -234,7 +286,11 @@ fn check_draft(draft_dir: &str, draft: Option<Draft>) {
         tally.disagreements.join("\n")
     );
     assert_eq!(tally.agreements + tally.allowed.len(), tally.tests);
-    assert!(tally.tests > 900, "{draft_dir}: only {} tests ran", tally.tests);
+    assert!(
+        tally.tests > 900,
+        "{draft_dir}: only {} tests ran",
+        tally.tests
+    );
 }
 
 #[test]
@@ -250,11 +306,18 @@ fn draft7_required_suite_agrees() {
 #[test]
 fn remotes_are_served_from_memory_only() {
     let remotes = SuiteRemotes::load();
-    let uri: Uri<String> = jsonschema::uri::from_str("http://localhost:1234/integer.json").expect("a valid URI");
+    let uri: Uri<String> =
+        jsonschema::uri::from_str("http://localhost:1234/integer.json").expect("a valid URI");
     assert_eq!(
-        remotes.retrieve(&uri).expect("integer.json is a suite remote"),
+        remotes
+            .retrieve(&uri)
+            .expect("integer.json is a suite remote"),
         json!({"type": "integer"})
     );
-    let missing: Uri<String> = jsonschema::uri::from_str("http://localhost:1234/nope.json").expect("a valid URI");
-    assert!(remotes.retrieve(&missing).is_err(), "unknown remotes are refused, not fetched");
+    let missing: Uri<String> =
+        jsonschema::uri::from_str("http://localhost:1234/nope.json").expect("a valid URI");
+    assert!(
+        remotes.retrieve(&missing).is_err(),
+        "unknown remotes are refused, not fetched"
+    );
 }

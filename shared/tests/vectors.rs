@@ -21,7 +21,10 @@ fn key_order(text: &[u8]) -> Vec<String> {
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("an object")
         }
-        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Vec<String>, A::Error> {
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Vec<String>, A::Error> {
             let mut keys = Vec::new();
             while let Some(k) = map.next_key::<String>()? {
                 map.next_value::<serde::de::IgnoredAny>()?;
@@ -44,10 +47,21 @@ fn request_hash_vectors_reproduce_exactly() {
     for v in vectors["vectors"].as_array().expect("vectors") {
         let body = v["request_body_json"].as_str().expect("body");
         let req = VerifyRequest::from_body(body.as_bytes()).expect("valid request");
-        let canonical = String::from_utf8(to_jcs(&req.request_document()).expect("jcs")).expect("utf8");
-        assert_eq!(canonical, v["canonical_form"].as_str().expect("form"), "{}", v["name"]);
+        let canonical =
+            String::from_utf8(to_jcs(&req.request_document()).expect("jcs")).expect("utf8");
+        assert_eq!(
+            canonical,
+            v["canonical_form"].as_str().expect("form"),
+            "{}",
+            v["name"]
+        );
         let hashes = receipt_hashes(&req).expect("hashes");
-        assert_eq!(hashes.request_hash, v["request_hash"].as_str().expect("hash"), "{}", v["name"]);
+        assert_eq!(
+            hashes.request_hash,
+            v["request_hash"].as_str().expect("hash"),
+            "{}",
+            v["name"]
+        );
     }
 }
 
@@ -56,11 +70,14 @@ fn hosted_receipts_verify_and_their_hashes_recompute() {
     let data = load("hosted-receipts.json");
     let keys = vec![hosted_key()];
     for r in data["receipts"].as_array().expect("receipts") {
-        let response: Value = serde_json::from_str(r["response_body_json"].as_str().expect("resp")).expect("json");
+        let response: Value =
+            serde_json::from_str(r["response_body_json"].as_str().expect("resp")).expect("json");
         let ok = verify_receipt(&response, &keys).expect("hosted receipt verifies");
         assert_eq!(ok.key_version, "v1-2026-09c");
 
-        let req = VerifyRequest::from_body(r["request_body_json"].as_str().expect("req").as_bytes()).expect("valid");
+        let req =
+            VerifyRequest::from_body(r["request_body_json"].as_str().expect("req").as_bytes())
+                .expect("valid");
         let h = receipt_hashes(&req).expect("hashes");
         assert_eq!(response["output_hash"], h.output_hash.as_str());
         assert_eq!(response["schema_hash"], h.schema_hash.as_str());
@@ -77,18 +94,28 @@ fn changing_any_byte_of_a_hosted_receipt_breaks_it() {
     let keys = vec![hosted_key()];
     for r in data["receipts"].as_array().expect("receipts") {
         let text = r["response_body_json"].as_str().expect("resp");
-        let compact = serde_json::to_string(&serde_json::from_str::<Value>(text).expect("json")).expect("ser");
+        let compact = serde_json::to_string(&serde_json::from_str::<Value>(text).expect("json"))
+            .expect("ser");
         let bytes = compact.as_bytes();
         let mut changed = 0;
         for i in 0..bytes.len() {
             // Replace one byte with another printable character that keeps JSON syntax valid
             // where it can; bytes whose change breaks the syntax fail to parse, which also rejects.
             let mut tampered = bytes.to_vec();
-            tampered[i] = if bytes[i] == b'0' { b'1' } else if bytes[i].is_ascii_alphanumeric() { b'0' } else { b'x' };
+            tampered[i] = if bytes[i] == b'0' {
+                b'1'
+            } else if bytes[i].is_ascii_alphanumeric() {
+                b'0'
+            } else {
+                b'x'
+            };
             let outcome = serde_json::from_slice::<Value>(&tampered)
                 .map_err(|_| ReceiptError::NotAnObject)
                 .and_then(|v| verify_receipt(&v, &keys));
-            assert!(outcome.is_err(), "byte {i} changed and the receipt still verified");
+            assert!(
+                outcome.is_err(),
+                "byte {i} changed and the receipt still verified"
+            );
             changed += 1;
         }
         assert_eq!(changed, bytes.len());
@@ -96,21 +123,31 @@ fn changing_any_byte_of_a_hosted_receipt_breaks_it() {
 }
 
 fn engine() -> (Engine, SigningIdentity) {
-    (Engine::new(EngineConfig::default()), SigningIdentity::from_seed("test-key", &[7u8; 32]).expect("seed"))
+    (
+        Engine::new(EngineConfig::default()),
+        SigningIdentity::from_seed("test-key", &[7u8; 32]).expect("seed"),
+    )
 }
 
 #[test]
 fn hosted_invoice_draft_fails_exactly_as_the_hosted_receipt_says() {
     let data = load("hosted-receipts.json");
     let hosted = &data["receipts"][0];
-    let hosted_resp: Value = serde_json::from_str(hosted["response_body_json"].as_str().expect("r")).expect("json");
-    let req = VerifyRequest::from_body(hosted["request_body_json"].as_str().expect("q").as_bytes()).expect("valid");
+    let hosted_resp: Value =
+        serde_json::from_str(hosted["response_body_json"].as_str().expect("r")).expect("json");
+    let req = VerifyRequest::from_body(hosted["request_body_json"].as_str().expect("q").as_bytes())
+        .expect("valid");
     let (engine, key) = engine();
-    let out = engine.verify(&req, &key, time::OffsetDateTime::now_utc()).expect("verified");
+    let out = engine
+        .verify(&req, &key, time::OffsetDateTime::now_utc())
+        .expect("verified");
     let ours: Value = serde_json::from_slice(&out.body).expect("json");
     assert!(!out.passed);
     assert_eq!(ours["result"], "fail");
-    assert_eq!(ours["summary"]["blocking_checks"], serde_json::json!(["consistency:sum_equals"]));
+    assert_eq!(
+        ours["summary"]["blocking_checks"],
+        serde_json::json!(["consistency:sum_equals"])
+    );
     assert_eq!(ours["errors"][0], hosted_resp["errors"][0]);
     assert_eq!(ours["errors_detail"][0], hosted_resp["errors_detail"][0]);
     assert_eq!(ours["flags"][0], hosted_resp["flags"][0]);
@@ -130,17 +167,34 @@ fn hosted_invoice_draft_fails_exactly_as_the_hosted_receipt_says() {
 #[test]
 fn corrected_invoice_passes_and_compact_has_the_compact_keys() {
     let data = load("hosted-receipts.json");
-    let draft: Value = serde_json::from_str(data["receipts"][0]["request_body_json"].as_str().expect("q")).expect("json");
+    let draft: Value = serde_json::from_str(
+        data["receipts"][0]["request_body_json"]
+            .as_str()
+            .expect("q"),
+    )
+    .expect("json");
     let mut fixed = draft.clone();
     fixed["submitted_output"]["total"] = serde_json::json!(129.5);
     fixed["detail"] = "compact".into();
     let req = VerifyRequest::from_value(fixed).expect("valid");
     let (engine, key) = engine();
-    let out = engine.verify(&req, &key, time::OffsetDateTime::now_utc()).expect("verified");
+    let out = engine
+        .verify(&req, &key, time::OffsetDateTime::now_utc())
+        .expect("verified");
     let ours: Value = serde_json::from_slice(&out.body).expect("json");
     assert!(out.passed);
-    let hosted: Value = serde_json::from_str(data["receipts"][1]["response_body_json"].as_str().expect("r")).expect("json");
-    let theirs = key_order(data["receipts"][1]["response_body_json"].as_str().expect("r").as_bytes());
+    let hosted: Value = serde_json::from_str(
+        data["receipts"][1]["response_body_json"]
+            .as_str()
+            .expect("r"),
+    )
+    .expect("json");
+    let theirs = key_order(
+        data["receipts"][1]["response_body_json"]
+            .as_str()
+            .expect("r")
+            .as_bytes(),
+    );
     assert_eq!(key_order(&out.body), theirs);
     assert_eq!(ours["output_hash"], hosted["output_hash"]);
     assert_eq!(ours["rules_hash"], hosted["rules_hash"]);

@@ -30,6 +30,9 @@ pub fn router(state: Arc<VerifyState>) -> Router {
             "/verify/deliverable",
             post(verify::verify_deliverable).fallback(verify::method_not_allowed),
         )
-        .route("/health", get(verify::health).fallback(verify::method_not_allowed))
+        .route(
+            "/health",
+            get(verify::health).fallback(verify::method_not_allowed),
+        )
         .with_state(state)
 }

@@ -32,9 +32,10 @@ impl PricePath {
 pub fn json(status: StatusCode, body: Vec<u8>, path: PricePath) -> Response {
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     response.extensions_mut().insert(path);
     response
 }
@@ -45,18 +46,27 @@ pub fn error(e: &ApiError, config: &ServiceConfig) -> Response {
     let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = json(status, body, PricePath::NotCharged);
     if let Some(after) = e.retry_after() {
-        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(after));
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(after));
     }
     response
 }
 
 /// A 402 with the `PAYMENT-REQUIRED` header and the requirements (plus extras) in the body.
-pub fn payment_required(required: &Value, extra: impl IntoIterator<Item = (&'static str, Value)>) -> Response {
+pub fn payment_required(
+    required: &Value,
+    extra: impl IntoIterator<Item = (&'static str, Value)>,
+) -> Response {
     let mut body = required.clone();
     for (k, v) in extra {
         body[k] = v;
     }
-    let mut response = json(StatusCode::PAYMENT_REQUIRED, serde_json::to_vec(&body).unwrap_or_default(), PricePath::PaymentRequired);
+    let mut response = json(
+        StatusCode::PAYMENT_REQUIRED,
+        serde_json::to_vec(&body).unwrap_or_default(),
+        PricePath::PaymentRequired,
+    );
     let headers = response.headers_mut();
     if let Ok(v) = HeaderValue::from_str(&verifier_core::payments::encode_header(required)) {
         headers.insert("payment-required", v);

@@ -1,11 +1,11 @@
 //! What the verify handlers share, built once at start-up.
 
 use std::sync::Arc;
+use verifier_core::Engine;
 use verifier_core::clock::Clock;
 use verifier_core::config::ServiceConfig;
 use verifier_core::keys::KeySource;
 use verifier_core::store::Store;
-use verifier_core::Engine;
 
 /// Shared state of the verify function.
 pub struct VerifyState {

@@ -23,15 +23,26 @@ pub fn check_bound(bound: &Bound, output: &Value) -> Option<Finding> {
     } else {
         let mut bad = resolved.found.iter().filter(|(_, v)| match v.as_f64() {
             Some(n) if v.is_number() => {
-                bound.min.as_ref().is_some_and(|(lo, _)| n < *lo) || bound.max.as_ref().is_some_and(|(hi, _)| n > *hi)
+                bound.min.as_ref().is_some_and(|(lo, _)| n < *lo)
+                    || bound.max.as_ref().is_some_and(|(hi, _)| n > *hi)
             }
             _ => true,
         });
         let (at, value) = bad.next()?;
         let extra = bad.count();
-        let more = if extra > 0 { format!(" ({} values out of range)", extra + 1) } else { String::new() };
+        let more = if extra > 0 {
+            format!(" ({} values out of range)", extra + 1)
+        } else {
+            String::new()
+        };
         let shown = describe_value(value);
-        (format!("{shown} at {}", at.render()), format!("value at {} is {shown}, expected {range}{more}", at.render()))
+        (
+            format!("{shown} at {}", at.render()),
+            format!(
+                "value at {} is {shown}, expected {range}{more}",
+                at.render()
+            ),
+        )
     };
     let field = bound.field.as_str().to_owned();
     Some(Finding {

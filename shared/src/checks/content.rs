@@ -13,9 +13,28 @@ pub const CHECK_COUNT: usize = 3;
 
 /// Placeholder texts, compared case-insensitively after trimming.
 const PLACEHOLDERS: &[&str] = &[
-    "todo", "tbd", "tba", "tbc", "fixme", "xxx", "placeholder", "changeme", "change me",
-    "replace me", "replace_me", "insert here", "fill in", "fill me", "lorem ipsum", "...", "…",
-    "n/a", "null", "undefined", "your text here", "sample text",
+    "todo",
+    "tbd",
+    "tba",
+    "tbc",
+    "fixme",
+    "xxx",
+    "placeholder",
+    "changeme",
+    "change me",
+    "replace me",
+    "replace_me",
+    "insert here",
+    "fill in",
+    "fill me",
+    "lorem ipsum",
+    "...",
+    "…",
+    "n/a",
+    "null",
+    "undefined",
+    "your text here",
+    "sample text",
 ];
 
 /// Whether a string looks like a placeholder: a listed text, text starting "lorem ipsum",
@@ -45,12 +64,22 @@ pub fn check_content(output: &Value, blank_required: &[Location]) -> Vec<Finding
         _ => false,
     };
     if empty {
-        out.push(finding("content:not_empty", "$", "a non-empty output", "an empty output", "the output is empty".into()));
+        out.push(finding(
+            "content:not_empty",
+            "$",
+            "a non-empty output",
+            "an empty output",
+            "the output is empty".into(),
+        ));
     }
     let mut hits = Vec::new();
     find_placeholders(output, Location::default(), &mut hits, 0);
     if let Some(first) = hits.first() {
-        let more = if hits.len() > 1 { format!(" ({} placeholders in all)", hits.len()) } else { String::new() };
+        let more = if hits.len() > 1 {
+            format!(" ({} placeholders in all)", hits.len())
+        } else {
+            String::new()
+        };
         out.push(finding(
             "content:no_placeholders",
             &first.render(),
@@ -60,7 +89,11 @@ pub fn check_content(output: &Value, blank_required: &[Location]) -> Vec<Finding
         ));
     }
     if let Some(first) = blank_required.first() {
-        let more = if blank_required.len() > 1 { format!(" ({} blank required strings)", blank_required.len()) } else { String::new() };
+        let more = if blank_required.len() > 1 {
+            format!(" ({} blank required strings)", blank_required.len())
+        } else {
+            String::new()
+        };
         out.push(finding(
             "content:no_empty_required_strings",
             &first.render(),
@@ -114,7 +147,16 @@ mod tests {
 
     #[test]
     fn placeholders() {
-        for p in ["TODO", " tbd ", "Lorem ipsum dolor", "{{name}}", "<name>", "[insert date]", "your name here", "N/A"] {
+        for p in [
+            "TODO",
+            " tbd ",
+            "Lorem ipsum dolor",
+            "{{name}}",
+            "<name>",
+            "[insert date]",
+            "your name here",
+            "N/A",
+        ] {
             assert!(is_placeholder(p), "{p}");
         }
         for ok in ["INV-7731", "Acme <b>Corp</b> ltd", "To do list app", ""] {

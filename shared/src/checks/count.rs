@@ -39,10 +39,16 @@ impl SchemaIndex {
         }
         match node {
             Value::Object(map) => {
-                let id_key = if self.draft == Draft::Draft4 { "id" } else { "$id" };
+                let id_key = if self.draft == Draft::Draft4 {
+                    "id"
+                } else {
+                    "$id"
+                };
                 if let Some(Value::String(id)) = map.get(id_key) {
                     if let Some(anchor) = id.strip_prefix('#') {
-                        self.anchors.entry(anchor.to_owned()).or_insert_with(|| pointer.clone());
+                        self.anchors
+                            .entry(anchor.to_owned())
+                            .or_insert_with(|| pointer.clone());
                     } else {
                         let base = id.split('#').next().unwrap_or(id).to_owned();
                         self.ids.entry(base).or_insert_with(|| pointer.clone());
@@ -50,7 +56,9 @@ impl SchemaIndex {
                 }
                 for key in ["$anchor", "$dynamicAnchor"] {
                     if let Some(Value::String(a)) = map.get(key) {
-                        self.anchors.entry(a.clone()).or_insert_with(|| pointer.clone());
+                        self.anchors
+                            .entry(a.clone())
+                            .or_insert_with(|| pointer.clone());
                     }
                 }
                 for (k, v) in map {
@@ -70,7 +78,7 @@ impl SchemaIndex {
         }
     }
 
-    fn resolve<'s>(&self, root: &'s Value, reference: &str) -> Option<&'s Value> {
+    pub(crate) fn resolve<'s>(&self, root: &'s Value, reference: &str) -> Option<&'s Value> {
         let (base, fragment) = match reference.split_once('#') {
             Some((b, f)) => (b, f),
             None => (reference, ""),
@@ -118,6 +126,76 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// How many subschemas a schema expands to when every `$ref` is followed (cycles counted once),
+/// stopping at `budget + 1`. Validation time grows with this number, and repeated references
+/// make it grow exponentially with the schema's size, so the service caps it.
+pub fn expanded_size(schema: &Value, index: &SchemaIndex, budget: usize) -> usize {
+    let mut memo: HashMap<*const Value, usize> = HashMap::new();
+    let mut active: Vec<*const Value> = Vec::new();
+    expand(schema, schema, index, budget, &mut memo, &mut active, 0)
+}
+
+fn expand(
+    node: &Value,
+    root: &Value,
+    index: &SchemaIndex,
+    budget: usize,
+    memo: &mut HashMap<*const Value, usize>,
+    active: &mut Vec<*const Value>,
+    depth: usize,
+) -> usize {
+    let key = node as *const Value;
+    if let Some(n) = memo.get(&key) {
+        return *n;
+    }
+    if active.contains(&key) || depth > 256 {
+        return 1;
+    }
+    active.push(key);
+    let mut total = 1usize;
+    match node {
+        Value::Object(map) => {
+            for (k, v) in map {
+                if total > budget {
+                    break;
+                }
+                let n = match (k.as_str(), v) {
+                    ("enum" | "const" | "default" | "examples", _) => 0,
+                    ("$ref" | "$dynamicRef" | "$recursiveRef", Value::String(r)) => {
+                        let target = if k == "$ref" {
+                            index.resolve(root, r)
+                        } else {
+                            Some(root)
+                        };
+                        target.map_or(1, |t| {
+                            expand(t, root, index, budget, memo, active, depth + 1)
+                        })
+                    }
+                    (_, Value::Object(_) | Value::Array(_)) => {
+                        expand(v, root, index, budget, memo, active, depth + 1)
+                    }
+                    _ => 0,
+                };
+                total = total.saturating_add(n);
+            }
+        }
+        Value::Array(items) => {
+            for v in items {
+                if total > budget {
+                    break;
+                }
+                total =
+                    total.saturating_add(expand(v, root, index, budget, memo, active, depth + 1));
+            }
+        }
+        _ => {}
+    }
+    active.pop();
+    let total = total.min(budget + 1);
+    memo.insert(key, total);
+    total
+}
+
 /// What counting found.
 pub struct Counted {
     /// Assertion checks applied.
@@ -127,7 +205,12 @@ pub struct Counted {
 }
 
 /// Count the checks `schema` applies to `instance`.
-pub fn count_checks(schema: &Value, index: &SchemaIndex, instance: &Value, want_blank: bool) -> Counted {
+pub fn count_checks(
+    schema: &Value,
+    index: &SchemaIndex,
+    instance: &Value,
+    want_blank: bool,
+) -> Counted {
     let mut walker = Walker {
         root: schema,
         index,
@@ -185,7 +268,9 @@ impl<'s, 'i> Walker<'s, 'i> {
     }
 
     fn reference(&mut self, reference: &Value, instance: &'i Value) {
-        let target = reference.as_str().and_then(|r| self.index.resolve(self.root, r));
+        let target = reference
+            .as_str()
+            .and_then(|r| self.index.resolve(self.root, r));
         match target {
             Some(t) => self.node(t, instance),
             None => self.checks += 1,
@@ -193,7 +278,10 @@ impl<'s, 'i> Walker<'s, 'i> {
     }
 
     fn object(&mut self, map: &'s Map<String, Value>, instance: &'i Value) {
-        let legacy = matches!(self.index.draft, Draft::Draft4 | Draft::Draft6 | Draft::Draft7);
+        let legacy = matches!(
+            self.index.draft,
+            Draft::Draft4 | Draft::Draft6 | Draft::Draft7
+        );
         if let Some(r) = map.get("$ref") {
             self.reference(r, instance);
             if legacy {
@@ -266,7 +354,13 @@ impl<'s, 'i> Walker<'s, 'i> {
     }
 
     fn array(&mut self, map: &'s Map<String, Value>, items: &'i [Value]) {
-        for key in ["minItems", "maxItems", "uniqueItems", "contains", "unevaluatedItems"] {
+        for key in [
+            "minItems",
+            "maxItems",
+            "uniqueItems",
+            "contains",
+            "unevaluatedItems",
+        ] {
             if map.contains_key(key) {
                 self.checks += 1;
             }
@@ -300,22 +394,27 @@ impl<'s, 'i> Walker<'s, 'i> {
         }
     }
 
-    fn properties(&mut self, map: &'s Map<String, Value>, instance: &'i Value, obj: &'i Map<String, Value>) {
+    fn properties(
+        &mut self,
+        map: &'s Map<String, Value>,
+        instance: &'i Value,
+        obj: &'i Map<String, Value>,
+    ) {
         for key in ["minProperties", "maxProperties", "unevaluatedProperties"] {
             if map.contains_key(key) {
                 self.checks += 1;
             }
         }
-        if let Some(Value::Array(required)) = map.get("required") {
-            if !required.is_empty() {
-                self.checks += 1;
-                if self.want_blank {
-                    for name in required.iter().filter_map(Value::as_str) {
-                        if let Some(Value::String(s)) = obj.get(name) {
-                            if s.trim().is_empty() {
-                                self.blank.push(self.location().key(name));
-                            }
-                        }
+        if let Some(Value::Array(required)) = map.get("required")
+            && !required.is_empty()
+        {
+            self.checks += 1;
+            if self.want_blank {
+                for name in required.iter().filter_map(Value::as_str) {
+                    if let Some(Value::String(s)) = obj.get(name)
+                        && s.trim().is_empty()
+                    {
+                        self.blank.push(self.location().key(name));
                     }
                 }
             }
@@ -365,10 +464,10 @@ impl<'s, 'i> Walker<'s, 'i> {
             }
             _ => {}
         }
-        if let Some(sub) = map.get("propertyNames") {
-            if !obj.is_empty() {
-                self.checks += count_names(sub, obj);
-            }
+        if let Some(sub) = map.get("propertyNames")
+            && !obj.is_empty()
+        {
+            self.checks += count_names(sub, obj);
         }
     }
 
@@ -389,9 +488,17 @@ fn count_names(sub: &Value, obj: &Map<String, Value>) -> usize {
     let Some(map) = sub.as_object() else {
         return usize::from(sub == &Value::Bool(false)) * obj.len();
     };
-    let per_key = ["type", "enum", "const", "minLength", "maxLength", "pattern", "format"]
-        .iter()
-        .filter(|k| map.contains_key(**k))
-        .count();
+    let per_key = [
+        "type",
+        "enum",
+        "const",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+    ]
+    .iter()
+    .filter(|k| map.contains_key(**k))
+    .count();
     per_key * obj.len()
 }

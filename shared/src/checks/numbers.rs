@@ -23,7 +23,11 @@ pub fn py_float(f: f64) -> String {
         return if f > 0.0 { "inf".into() } else { "-inf".into() };
     }
     if f == 0.0 {
-        return if f.is_sign_negative() { "-0.0".into() } else { "0.0".into() };
+        return if f.is_sign_negative() {
+            "-0.0".into()
+        } else {
+            "0.0".into()
+        };
     }
     // Shortest round-trip digits and decimal exponent, as `{:e}` gives them.
     let sci = format!("{f:e}");
@@ -45,7 +49,11 @@ pub fn py_float(f: f64) -> String {
         format!("{sign}{body}")
     } else {
         let (first, rest) = digits.split_at(1);
-        let frac = if rest.is_empty() { String::new() } else { format!(".{rest}") };
+        let frac = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(".{rest}")
+        };
         let esign = if exp < 0 { '-' } else { '+' };
         format!("{sign}{first}{frac}e{esign}{:02}", exp.abs())
     }

@@ -38,7 +38,11 @@ impl Violation {
             expected: self.expected,
             found: self.found,
             detail: self.detail,
-            severity: if enforce { Severity::Error } else { Severity::Warning },
+            severity: if enforce {
+                Severity::Error
+            } else {
+                Severity::Warning
+            },
             blocking: enforce,
         }
     }
@@ -53,7 +57,11 @@ fn missing(path: &FieldPath, at: &Location) -> Violation {
 }
 
 /// The numbers at a path, or the violation that stops the rule.
-fn numbers<'v>(rule: &Rule, path: &FieldPath, output: &'v Value) -> Result<Vec<(Location, &'v serde_json::Number)>, Violation> {
+fn numbers<'v>(
+    rule: &Rule,
+    path: &FieldPath,
+    output: &'v Value,
+) -> Result<Vec<(Location, &'v serde_json::Number)>, Violation> {
     let resolved = path.resolve(output);
     if let (Some(at), false) = (resolved.missing.first(), rule.if_present) {
         return Err(missing(path, at));
@@ -78,16 +86,28 @@ fn numbers<'v>(rule: &Rule, path: &FieldPath, output: &'v Value) -> Result<Vec<(
 /// `if_present` allows it.
 fn operand_number(rule: &Rule, output: &Value) -> Result<Option<(String, f64, String)>, Violation> {
     match &rule.operand {
-        Operand::Number(n, raw) => Ok(Some((String::new(), *n, raw.as_number().map(py_number).unwrap_or_default()))),
+        Operand::Number(n, raw) => Ok(Some((
+            String::new(),
+            *n,
+            raw.as_number().map(py_number).unwrap_or_default(),
+        ))),
         Operand::Field(path) => {
             let nums = numbers(rule, path, output)?;
             match nums.as_slice() {
                 [] => Ok(None),
-                [(_, n)] => Ok(Some((path.as_str().to_owned(), n.as_f64().unwrap_or(0.0), py_number(n)))),
+                [(_, n)] => Ok(Some((
+                    path.as_str().to_owned(),
+                    n.as_f64().unwrap_or(0.0),
+                    py_number(n),
+                ))),
                 _ => Err(Violation {
                     expected: format!("one number at {}", path.rooted()),
                     found: format!("{} values", nums.len()),
-                    detail: format!("{} names {} values where one number is needed", path.rooted(), nums.len()),
+                    detail: format!(
+                        "{} names {} values where one number is needed",
+                        path.rooted(),
+                        nums.len()
+                    ),
                 }),
             }
         }
@@ -96,7 +116,11 @@ fn operand_number(rule: &Rule, output: &Value) -> Result<Option<(String, f64, St
 }
 
 fn labelled(label: &str, printed: &str) -> String {
-    if label.is_empty() { printed.to_owned() } else { format!("{label} ({printed})") }
+    if label.is_empty() {
+        printed.to_owned()
+    } else {
+        format!("{label} ({printed})")
+    }
 }
 
 fn sum_equals(rule: &Rule, output: &Value) -> Option<Violation> {
@@ -131,23 +155,32 @@ fn compare(rule: &Rule, output: &Value) -> Option<Violation> {
         let Some((label, limit, printed)) = operand_number(rule, output)? else {
             return Ok(None);
         };
-        let (op, holds): (&str, fn(f64, f64) -> bool) = if rule.kind == RuleType::Gte {
-            (">=", |v, l| v >= l)
-        } else {
-            ("<=", |v, l| v <= l)
-        };
+        // `tolerance` widens the comparison: gte holds for v ≥ limit − tolerance.
+        let gte = rule.kind == RuleType::Gte;
+        let op = if gte { ">=" } else { "<=" };
+        let t = rule.tolerance;
+        let holds = |v: f64| if gte { v + t >= limit } else { v - t <= limit };
         let bad: Vec<_> = values
             .iter()
-            .filter(|(_, n)| !holds(n.as_f64().unwrap_or(f64::NAN), limit))
+            .filter(|(_, n)| !holds(n.as_f64().unwrap_or(f64::NAN)))
             .collect();
         let Some((at, n)) = bad.first() else {
             return Ok(None);
         };
         let expected = format!("values {op} {}", labelled(&label, &printed));
-        let more = if bad.len() > 1 { format!(" ({} of {} values break the rule)", bad.len(), values.len()) } else { String::new() };
+        let more = if bad.len() > 1 {
+            format!(" ({} of {} values break the rule)", bad.len(), values.len())
+        } else {
+            String::new()
+        };
         Ok(Some(Violation {
             found: format!("{} at {}", py_number(n), at.render()),
-            detail: format!("value at {} is {}, expected {op} {}{more}", at.render(), py_number(n), labelled(&label, &printed)),
+            detail: format!(
+                "value at {} is {}, expected {op} {}{more}",
+                at.render(),
+                py_number(n),
+                labelled(&label, &printed)
+            ),
             expected,
         }))
     })();
@@ -163,12 +196,16 @@ fn exists_in(rule: &Rule, output: &Value) -> Option<Violation> {
         Operand::List(list) => (list.iter().collect(), "the allowed values".to_owned()),
         Operand::Field(path) => {
             let r = path.resolve(output);
-            if r.found.is_empty() && !rule.if_present {
-                if let Some(at) = r.missing.first() {
-                    return Some(missing(path, at));
-                }
+            if r.found.is_empty()
+                && !rule.if_present
+                && let Some(at) = r.missing.first()
+            {
+                return Some(missing(path, at));
             }
-            (r.found.into_iter().map(|(_, v)| v).collect(), format!("the values at {}", path.rooted()))
+            (
+                r.found.into_iter().map(|(_, v)| v).collect(),
+                format!("the values at {}", path.rooted()),
+            )
         }
         _ => return None,
     };
@@ -178,7 +215,11 @@ fn exists_in(rule: &Rule, output: &Value) -> Option<Violation> {
         .filter(|(_, v)| !allowed.iter().any(|a| json_eq(a, v)))
         .collect();
     let (at, value) = absent.first()?;
-    let more = if absent.len() > 1 { format!(" ({} values are absent)", absent.len()) } else { String::new() };
+    let more = if absent.len() > 1 {
+        format!(" ({} values are absent)", absent.len())
+    } else {
+        String::new()
+    };
     Some(Violation {
         expected: format!("values among {label}"),
         found: format!("{} at {}", describe_value(value), at.render()),
@@ -195,7 +236,7 @@ fn unique(rule: &Rule, output: &Value) -> Option<Violation> {
     let mut repeats = 0usize;
     let mut first: Option<(&Location, &Location)> = None;
     for (at, value) in &resolved.found {
-        let key = crate::canonical::to_jcs(value).unwrap_or_default();
+        let key = crate::canonical::value_to_jcs(value);
         match seen.get(&key) {
             Some(earlier) => {
                 repeats += 1;
@@ -207,10 +248,18 @@ fn unique(rule: &Rule, output: &Value) -> Option<Violation> {
         }
     }
     let (at, earlier) = first?;
-    let more = if repeats > 1 { format!(" ({repeats} repeats in all)") } else { String::new() };
+    let more = if repeats > 1 {
+        format!(" ({repeats} repeats in all)")
+    } else {
+        String::new()
+    };
     Some(Violation {
         expected: format!("distinct values at {}", rule.field.rooted()),
         found: format!("a repeat at {}", at.render()),
-        detail: format!("the value at {} repeats the value at {}{more}", at.render(), earlier.render()),
+        detail: format!(
+            "the value at {} repeats the value at {}{more}",
+            at.render(),
+            earlier.render()
+        ),
     })
 }

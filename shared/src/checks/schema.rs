@@ -1,7 +1,7 @@
 //! Compiling the caller's JSON Schema (offline, linear-time regexes, draft chosen by `$schema`)
 //! and turning validation errors into report findings.
 
-use super::count::{SchemaIndex, count_checks};
+use super::count::{SchemaIndex, count_checks, expanded_size};
 use super::{Finding, Severity, describe_value};
 use crate::path::Location;
 use jsonschema::error::ValidationErrorKind;
@@ -31,8 +31,15 @@ pub enum SchemaError {
     #[error("has a $ref that does not resolve inside the schema")]
     UnresolvableRef,
     /// A `pattern` the linear-time regex engine cannot compile.
-    #[error("has a pattern the linear-time regex engine cannot compile (lookaround and backreferences are not supported)")]
+    #[error(
+        "has a pattern the linear-time regex engine cannot compile (lookaround and backreferences are not supported)"
+    )]
     BadPattern,
+    /// Following every `$ref` expands the schema past [`MAX_EXPANDED_SUBSCHEMAS`].
+    #[error(
+        "is too complex: following its $refs expands it to more than {MAX_EXPANDED_SUBSCHEMAS} subschemas"
+    )]
+    TooComplex,
     /// The schema breaks its draft's meta-schema.
     #[error("is not a valid JSON Schema for its draft ({0})")]
     Invalid(String),
@@ -42,14 +49,30 @@ impl SchemaError {
     /// What the caller should do.
     pub fn fix(&self) -> &'static str {
         match self {
-            SchemaError::UnknownDraft => "Omit $schema (draft 2020-12 is the default) or use draft 4, 6, 7, 2019-09 or 2020-12.",
-            SchemaError::ExternalRef => "Inline the referenced schema under $defs and point $ref at '#/$defs/...'.",
-            SchemaError::UnresolvableRef => "Point every $ref at a location inside the schema, such as '#/$defs/...'.",
+            SchemaError::UnknownDraft => {
+                "Omit $schema (draft 2020-12 is the default) or use draft 4, 6, 7, 2019-09 or 2020-12."
+            }
+            SchemaError::ExternalRef => {
+                "Inline the referenced schema under $defs and point $ref at '#/$defs/...'."
+            }
+            SchemaError::UnresolvableRef => {
+                "Point every $ref at a location inside the schema, such as '#/$defs/...'."
+            }
             SchemaError::BadPattern => "Rewrite the pattern without lookaround or backreferences.",
-            SchemaError::Invalid(_) => "Fix the schema so it validates against its draft's meta-schema.",
+            SchemaError::TooComplex => {
+                "Reference shared subschemas fewer times (each repeated $ref multiplies the work), or split the check into several requests."
+            }
+            SchemaError::Invalid(_) => {
+                "Fix the schema so it validates against its draft's meta-schema."
+            }
         }
     }
 }
+
+/// The most subschemas a schema may expand to with every `$ref` followed. Validation work grows
+/// with this number; the cap keeps one request's work bounded (a 2 KB schema with nested
+/// repeated `$ref`s can otherwise expand to millions of subschemas).
+pub const MAX_EXPANDED_SUBSCHEMAS: usize = 10_000;
 
 /// Compile options; the service uses the defaults (offline).
 #[derive(Clone, Default)]
@@ -94,13 +117,19 @@ impl CompiledSchema {
         if let Some(v) = options.validate_formats {
             builder = builder.should_validate_formats(v);
         }
-        let validator = builder.build(schema).map_err(|e| classify_build_error(&e))?;
+        let validator = builder
+            .build(schema)
+            .map_err(|e| classify_build_error(&e))?;
         let formats = options.validate_formats.unwrap_or(matches!(
             draft,
             Draft::Draft4 | Draft::Draft6 | Draft::Draft7
         ));
+        let index = SchemaIndex::build(schema, draft, formats);
+        if expanded_size(schema, &index, MAX_EXPANDED_SUBSCHEMAS) > MAX_EXPANDED_SUBSCHEMAS {
+            return Err(SchemaError::TooComplex);
+        }
         Ok(CompiledSchema {
-            index: SchemaIndex::build(schema, draft, formats),
+            index,
             validator,
             schema: schema.clone(),
             draft,
@@ -123,13 +152,17 @@ impl CompiledSchema {
         let mut findings = Vec::new();
         let mut failed_keys = HashSet::new();
         if !self.validator.is_valid(instance) {
-            let mut errors: Vec<ValidationError<'_>> = self.validator.iter_errors(instance).collect();
+            let mut errors: Vec<ValidationError<'_>> =
+                self.validator.iter_errors(instance).collect();
             errors.sort_by(|a, b| {
                 (a.instance_path().as_str(), a.schema_path().as_str())
                     .cmp(&(b.instance_path().as_str(), b.schema_path().as_str()))
             });
             for error in &errors {
-                failed_keys.insert((error.instance_path().as_str().to_owned(), collapse(error.evaluation_path().as_str())));
+                failed_keys.insert((
+                    error.instance_path().as_str().to_owned(),
+                    collapse(error.evaluation_path().as_str()),
+                ));
                 findings.push(finding_of(error, instance));
             }
         }
@@ -147,14 +180,26 @@ impl CompiledSchema {
 /// against that one composite check.
 fn collapse(evaluation_path: &str) -> String {
     const OPAQUE: &[&str] = &[
-        "anyOf", "oneOf", "not", "if", "then", "else", "contains", "patternProperties",
-        "unevaluatedProperties", "unevaluatedItems",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "contains",
+        "patternProperties",
+        "unevaluatedProperties",
+        "unevaluatedItems",
     ];
     let mut out = String::new();
     for seg in evaluation_path.split('/').filter(|s| !s.is_empty()) {
         out.push('/');
         if OPAQUE.contains(&seg) {
-            let seg = if seg == "then" || seg == "else" { "if" } else { seg };
+            let seg = if seg == "then" || seg == "else" {
+                "if"
+            } else {
+                seg
+            };
             out.push_str(seg);
             return out;
         }
@@ -193,21 +238,67 @@ fn classify_build_error(e: &ValidationError<'_>) -> SchemaError {
             if last == "pattern" || path.contains("/patternProperties") {
                 return SchemaError::BadPattern;
             }
-            let keyword = if is_schema_keyword(last) { format!("the '{last}' keyword") } else { "a keyword".into() };
-            SchemaError::Invalid(format!("{keyword} breaks the meta-schema's '{}' rule", kind.keyword()))
+            let keyword = if is_schema_keyword(last) {
+                format!("the '{last}' keyword")
+            } else {
+                "a keyword".into()
+            };
+            SchemaError::Invalid(format!(
+                "{keyword} breaks the meta-schema's '{}' rule",
+                kind.keyword()
+            ))
         }
     }
 }
 
 fn is_schema_keyword(s: &str) -> bool {
     const KEYWORDS: &[&str] = &[
-        "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
-        "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems", "minItems",
-        "uniqueItems", "maxContains", "minContains", "maxProperties", "minProperties", "required",
-        "dependentRequired", "properties", "patternProperties", "additionalProperties", "items",
-        "prefixItems", "additionalItems", "contains", "propertyNames", "allOf", "anyOf", "oneOf",
-        "not", "if", "then", "else", "$ref", "$defs", "definitions", "$id", "$schema", "$anchor",
-        "format", "dependencies", "dependentSchemas", "unevaluatedItems", "unevaluatedProperties",
+        "type",
+        "enum",
+        "const",
+        "multipleOf",
+        "maximum",
+        "exclusiveMaximum",
+        "minimum",
+        "exclusiveMinimum",
+        "maxLength",
+        "minLength",
+        "pattern",
+        "maxItems",
+        "minItems",
+        "uniqueItems",
+        "maxContains",
+        "minContains",
+        "maxProperties",
+        "minProperties",
+        "required",
+        "dependentRequired",
+        "properties",
+        "patternProperties",
+        "additionalProperties",
+        "items",
+        "prefixItems",
+        "additionalItems",
+        "contains",
+        "propertyNames",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "$ref",
+        "$defs",
+        "definitions",
+        "$id",
+        "$schema",
+        "$anchor",
+        "format",
+        "dependencies",
+        "dependentSchemas",
+        "unevaluatedItems",
+        "unevaluatedProperties",
     ];
     KEYWORDS.contains(&s)
 }
@@ -245,10 +336,9 @@ fn finding_of(error: &ValidationError<'_>, root: &Value) -> Finding {
     let found = describe_value(instance);
     let (expected, found) = match kind {
         ValidationErrorKind::Type { kind } => (format!("type {}", type_names(kind)), found),
-        ValidationErrorKind::Required { property } => (
-            format!("property {property} present"),
-            "missing".to_owned(),
-        ),
+        ValidationErrorKind::Required { property } => {
+            (format!("property {property} present"), "missing".to_owned())
+        }
         ValidationErrorKind::Enum { .. } => ("one of the enum values".to_owned(), found),
         ValidationErrorKind::Constant { .. } => ("the const value".to_owned(), found),
         ValidationErrorKind::Minimum { limit } => (format!(">= {limit}"), found),

@@ -1,10 +1,14 @@
 //! The embedded store: one redb file in the data directory.
 //!
 //! Writes go through one writer thread that applies every waiting request in a single
-//! transaction and commits it with `Durability::Immediate` (an fsync) before any of them is
-//! answered — group commit. So an answered free call is on disk, counted and recorded, and a
-//! crash loses only calls that were never answered. Claims are evaluated in order inside the
-//! transaction, so the allowance is exact under any concurrency.
+//! transaction (group commit); claims are evaluated in order inside the transaction, so the
+//! allowance is exact under any concurrency, and a claim and its outcome commit together.
+//!
+//! [`Durability::Sync`] commits every group with an fsync before any of its calls is answered:
+//! an answered call is on disk. [`Durability::Periodic`] commits groups without an fsync and
+//! makes them durable at most one interval later: far more throughput, but a crash can lose the
+//! calls answered in the last interval (their counts and outcomes together, never one without
+//! the other).
 
 use super::{AgentHistory, FreeClaim, Outcome, Store, StoreError};
 use async_trait::async_trait;
@@ -13,7 +17,17 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::mpsc;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
+
+/// When commits reach the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// fsync every group commit before answering.
+    Sync,
+    /// fsync at most this long after a commit.
+    Periodic(Duration),
+}
 
 const ALLOWANCE: TableDefinition<&str, u64> = TableDefinition::new("allowance");
 const AGENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("agents");
@@ -59,8 +73,13 @@ fn allowance_key(client: &str, day: &str) -> String {
 }
 
 impl EmbeddedStore {
-    /// Open (or create) the store file `verifier.redb` in `dir`.
+    /// Open (or create) the store file `verifier.redb` in `dir`, fsyncing every commit.
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        Self::open_with(dir, Durability::Sync)
+    }
+
+    /// Open (or create) the store with a durability mode.
+    pub fn open_with(dir: &Path, durability: Durability) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir).map_err(backend)?;
         let db = Arc::new(Database::create(dir.join("verifier.redb")).map_err(backend)?);
         {
@@ -74,20 +93,52 @@ impl EmbeddedStore {
         let writer_db = db.clone();
         std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || writer(writer_db, rx))
+            .spawn(move || writer(writer_db, rx, durability))
             .map_err(backend)?;
         Ok(EmbeddedStore { db, jobs: tx })
     }
 
-    async fn submit(&self, make: impl FnOnce(oneshot::Sender<Result<FreeClaim, StoreError>>) -> Job) -> Result<FreeClaim, StoreError> {
+    async fn submit(
+        &self,
+        make: impl FnOnce(oneshot::Sender<Result<FreeClaim, StoreError>>) -> Job,
+    ) -> Result<FreeClaim, StoreError> {
         let (reply, answer) = oneshot::channel();
-        self.jobs.send(make(reply)).map_err(|_| StoreError::Unavailable)?;
+        self.jobs
+            .send(make(reply))
+            .map_err(|_| StoreError::Unavailable)?;
         answer.await.map_err(|_| StoreError::Unavailable)?
     }
 }
 
-fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>) {
-    while let Ok(first) = rx.recv() {
+fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>, durability: Durability) {
+    let interval = match durability {
+        Durability::Sync => None,
+        Durability::Periodic(d) => Some(d),
+    };
+    let mut dirty_since: Option<Instant> = None;
+    loop {
+        let first = match interval {
+            None => match rx.recv() {
+                Ok(job) => job,
+                Err(_) => return,
+            },
+            Some(every) => {
+                let wait = dirty_since.map_or(every, |t| every.saturating_sub(t.elapsed()));
+                match rx.recv_timeout(wait) {
+                    Ok(job) => job,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        if dirty_since.is_some() && flush(&db).is_ok() {
+                            dirty_since = None;
+                        }
+                        continue;
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        let _ = flush(&db);
+                        return;
+                    }
+                }
+            }
+        };
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
             match rx.try_recv() {
@@ -95,8 +146,18 @@ fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        match apply(&db, &batch) {
+        let durable = match (interval, dirty_since) {
+            (None, _) => true,
+            (Some(every), Some(t)) => t.elapsed() >= every,
+            (Some(_), None) => false,
+        };
+        match apply(&db, &batch, durable) {
             Ok(results) => {
+                if durable {
+                    dirty_since = None;
+                } else {
+                    dirty_since.get_or_insert_with(Instant::now);
+                }
                 for (job, result) in batch.into_iter().zip(results) {
                     reply(job, Ok(result));
                 }
@@ -110,6 +171,12 @@ fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>) {
     }
 }
 
+/// An empty durable commit: makes every earlier non-durable commit durable.
+fn flush(db: &Database) -> Result<(), String> {
+    let txn = db.begin_write().map_err(|e| e.to_string())?;
+    txn.commit().map_err(|e| e.to_string())
+}
+
 fn reply(job: Job, result: Result<FreeClaim, StoreError>) {
     let sender = match job {
         Job::Claim { reply, .. } | Job::Record { reply, .. } => reply,
@@ -117,8 +184,12 @@ fn reply(job: Job, result: Result<FreeClaim, StoreError>) {
     let _ = sender.send(result);
 }
 
-fn apply(db: &Database, batch: &[Job]) -> Result<Vec<FreeClaim>, String> {
-    let txn = db.begin_write().map_err(|e| e.to_string())?;
+fn apply(db: &Database, batch: &[Job], durable: bool) -> Result<Vec<FreeClaim>, String> {
+    let mut txn = db.begin_write().map_err(|e| e.to_string())?;
+    if !durable {
+        txn.set_durability(redb::Durability::None)
+            .map_err(|e| e.to_string())?;
+    }
     let mut results = Vec::with_capacity(batch.len());
     {
         let mut allowance = txn.open_table(ALLOWANCE).map_err(|e| e.to_string())?;
@@ -126,13 +197,23 @@ fn apply(db: &Database, batch: &[Job]) -> Result<Vec<FreeClaim>, String> {
         let mut outcomes = txn.open_table(OUTCOMES).map_err(|e| e.to_string())?;
         for job in batch {
             let (outcome, claim) = match job {
-                Job::Claim { key, limit, outcome, .. } => {
-                    let used = allowance.get(key.as_str()).map_err(|e| e.to_string())?.map_or(0, |g| g.value());
+                Job::Claim {
+                    key,
+                    limit,
+                    outcome,
+                    ..
+                } => {
+                    let used = allowance
+                        .get(key.as_str())
+                        .map_err(|e| e.to_string())?
+                        .map_or(0, |g| g.value());
                     if used >= *limit {
                         results.push(FreeClaim::Exhausted { used });
                         continue;
                     }
-                    allowance.insert(key.as_str(), used + 1).map_err(|e| e.to_string())?;
+                    allowance
+                        .insert(key.as_str(), used + 1)
+                        .map_err(|e| e.to_string())?;
                     (outcome.as_ref(), FreeClaim::Granted { used: used + 1 })
                 }
                 Job::Record { outcome, .. } => (Some(outcome), FreeClaim::Granted { used: 0 }),
@@ -148,14 +229,20 @@ fn apply(db: &Database, batch: &[Job]) -> Result<Vec<FreeClaim>, String> {
                 } else {
                     stats.fails += 1;
                 }
-                stats.first_seen.get_or_insert_with(|| o.verified_at.clone());
+                stats
+                    .first_seen
+                    .get_or_insert_with(|| o.verified_at.clone());
                 stats.last_seen = Some(o.verified_at.clone());
                 let seq = stats.next_seq;
                 stats.next_seq += 1;
                 let record = serde_json::to_vec(o).map_err(|e| e.to_string())?;
-                outcomes.insert((o.agent_id.as_str(), seq), record.as_slice()).map_err(|e| e.to_string())?;
+                outcomes
+                    .insert((o.agent_id.as_str(), seq), record.as_slice())
+                    .map_err(|e| e.to_string())?;
                 let stats_bytes = serde_json::to_vec(&stats).map_err(|e| e.to_string())?;
-                agents.insert(o.agent_id.as_str(), stats_bytes.as_slice()).map_err(|e| e.to_string())?;
+                agents
+                    .insert(o.agent_id.as_str(), stats_bytes.as_slice())
+                    .map_err(|e| e.to_string())?;
             }
             results.push(claim);
         }
@@ -166,9 +253,21 @@ fn apply(db: &Database, batch: &[Job]) -> Result<Vec<FreeClaim>, String> {
 
 #[async_trait]
 impl Store for EmbeddedStore {
-    async fn claim_free(&self, client: &str, day: &str, limit: u64, outcome: Option<Outcome>) -> Result<FreeClaim, StoreError> {
+    async fn claim_free(
+        &self,
+        client: &str,
+        day: &str,
+        limit: u64,
+        outcome: Option<Outcome>,
+    ) -> Result<FreeClaim, StoreError> {
         let key = allowance_key(client, day);
-        self.submit(|reply| Job::Claim { key, limit, outcome, reply }).await
+        self.submit(|reply| Job::Claim {
+            key,
+            limit,
+            outcome,
+            reply,
+        })
+        .await
     }
 
     async fn free_used(&self, client: &str, day: &str) -> Result<u64, StoreError> {
@@ -181,7 +280,9 @@ impl Store for EmbeddedStore {
     }
 
     async fn record(&self, outcome: Outcome) -> Result<(), StoreError> {
-        self.submit(|reply| Job::Record { outcome, reply }).await.map(|_| ())
+        self.submit(|reply| Job::Record { outcome, reply })
+            .await
+            .map(|_| ())
     }
 
     async fn history(&self, agent_id: &str, recent: usize) -> Result<AgentHistory, StoreError> {

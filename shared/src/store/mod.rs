@@ -59,7 +59,13 @@ pub enum StoreError {
 pub trait Store: Send + Sync {
     /// Claim one free call for `client` on `day` if fewer than `limit` were used, and record
     /// `outcome` in the same atomic step. Exhausted claims record nothing.
-    async fn claim_free(&self, client: &str, day: &str, limit: u64, outcome: Option<Outcome>) -> Result<FreeClaim, StoreError>;
+    async fn claim_free(
+        &self,
+        client: &str,
+        day: &str,
+        limit: u64,
+        outcome: Option<Outcome>,
+    ) -> Result<FreeClaim, StoreError>;
 
     /// Free calls `client` used on `day`.
     async fn free_used(&self, client: &str, day: &str) -> Result<u64, StoreError>;
