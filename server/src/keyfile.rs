@@ -41,17 +41,21 @@ pub fn load_or_create(dir: &Path) -> Result<StaticKeys, KeyFileError> {
         SigningIdentity::from_seed(file.key_version, &seed)?
     } else {
         let now = time::OffsetDateTime::now_utc();
-        let mut tag = [0u8; 3];
-        let probe = SigningIdentity::generate("probe")?;
-        tag.copy_from_slice(&probe.seed()[..3]);
+        let fresh = SigningIdentity::generate("pending")?;
+        // The version names the day and the first bytes of the public key: unique and readable.
+        let public = fresh.public_entry().public_key;
+        let tag: String = public
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .take(6)
+            .collect();
         let version = format!(
-            "local-{:04}-{:02}-{:02}-{}",
+            "local-{:04}-{:02}-{:02}-{tag}",
             now.year(),
             u8::from(now.month()),
-            now.day(),
-            tag.iter().map(|b| format!("{b:02x}")).collect::<String>()
+            now.day()
         );
-        let identity = SigningIdentity::generate(version)?;
+        let identity = SigningIdentity::from_seed(version, &fresh.seed())?;
         let file = KeyFile {
             key_version: identity.key_version().to_owned(),
             seed_base64: STANDARD.encode(identity.seed()),
