@@ -13,11 +13,6 @@ use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::Value;
 use std::hint::black_box;
 use time::OffsetDateTime;
-use verifier_core::checks::{Finding, bounds, content, rules};
-use verifier_core::engine::{VERIFIER_VERSION, rfc3339_micros};
-use verifier_core::hashes::receipt_hashes;
-use verifier_core::report::{Details, Ratio, Summary, VerifyBlock, VerifyResponse, next_actions};
-use verifier_core::request::Detail;
 use verifier_core::{Engine, EngineConfig, SigningIdentity, VerifyRequest};
 
 fn invoice_body() -> Vec<u8> {
@@ -41,72 +36,9 @@ fn signer() -> SigningIdentity {
 /// Everything `Engine::verify` does except the signing document and signature: the response
 /// body serialized without its attestation.
 fn verify_unsigned(engine: &Engine, req: &VerifyRequest) -> Vec<u8> {
-    let hashes = receipt_hashes(req).expect("hashes");
-    let schema = engine
-        .compiled(hashes.schema_digest, &req.expected_schema)
-        .expect("the schema compiles");
-    let output = &req.submitted_output;
-    let outcome = schema.check(output, req.strict_content_check);
-    let mut findings: Vec<Finding> = outcome.findings;
-    let mut integrity_failed = 0;
-    for bound in &req.bounds {
-        if let Some(f) = bounds::check_bound(bound, output) {
-            integrity_failed += 1;
-            findings.push(f);
-        }
-    }
-    for rule in &req.rules {
-        if let Some(f) = rules::check_rule(rule, output, req.enforce_rules) {
-            integrity_failed += 1;
-            findings.push(f);
-        }
-    }
-    let mut integrity_total = req.bounds.len() + req.rules.len();
-    if req.strict_content_check {
-        let found = content::check_content(output, &outcome.blank_required);
-        integrity_total += content::CHECK_COUNT;
-        integrity_failed += found.len();
-        findings.extend(found);
-    }
-    findings.sort_by(|a, b| (&a.path, &a.check, &a.message).cmp(&(&b.path, &b.check, &b.message)));
-    let mut blocking_checks: Vec<String> = findings
-        .iter()
-        .filter(|f| f.blocking)
-        .map(|f| f.check.clone())
-        .collect();
-    blocking_checks.sort();
-    blocking_checks.dedup();
-    let passed = blocking_checks.is_empty();
-    let result = if passed { "pass" } else { "fail" };
-    let details = (req.detail == Detail::Full).then(|| {
-        Details::from_findings(
-            &findings,
-            engine.config().list_cap,
-            Ratio::new(outcome.total - outcome.failed, outcome.total),
-            Ratio::new(integrity_total - integrity_failed, integrity_total),
-        )
-    });
-    let response = VerifyResponse {
-        summary: Summary {
-            result,
-            blocking_checks,
-        },
-        next_actions: next_actions(passed),
-        result,
-        verification_id: uuid::Uuid::new_v4().to_string(),
-        task_id: req.task_id.clone(),
-        agent_id: req.agent_id.clone(),
-        output_hash: hashes.output_hash,
-        schema_hash: hashes.schema_hash,
-        rules_hash: hashes.rules_hash,
-        request_hash: (req.detail == Detail::Full).then_some(hashes.request_hash),
-        verified_at: rfc3339_micros(OffsetDateTime::now_utc()),
-        verifier_version: VERIFIER_VERSION,
-        enforce_rules: req.enforce_rules,
-        strict_content_check: req.strict_content_check,
-        details,
-        verify: VerifyBlock::new(&engine.config().public_url, "bench"),
-    };
+    let (response, _) = engine
+        .report(req, "bench", OffsetDateTime::now_utc())
+        .expect("the request verifies");
     serde_json::to_vec(&response).expect("the response serializes")
 }
 

@@ -120,13 +120,14 @@ impl Engine {
         Ok(compiled)
     }
 
-    /// Run every check, build the report and sign it.
-    pub fn verify(
+    /// Run every check and build the unsigned response; `key_version` names the key that
+    /// will sign it. Returns the response and whether it passed.
+    pub fn report(
         &self,
         req: &VerifyRequest,
-        signer: &SigningIdentity,
+        key_version: &str,
         now: OffsetDateTime,
-    ) -> Result<Verification, EngineError> {
+    ) -> Result<(VerifyResponse, bool), EngineError> {
         let hashes = receipt_hashes(req)?;
         let schema = self.compiled(hashes.schema_digest, &req.expected_schema)?;
         let output = &req.submitted_output;
@@ -182,20 +183,33 @@ impl Engine {
             },
             next_actions: next_actions(passed),
             result,
-            verification_id: verification_id.clone(),
+            verification_id,
             task_id: req.task_id.clone(),
             agent_id: req.agent_id.clone(),
             output_hash: hashes.output_hash,
             schema_hash: hashes.schema_hash,
             rules_hash: hashes.rules_hash,
             request_hash: (req.detail == Detail::Full).then_some(hashes.request_hash),
-            verified_at: verified_at.clone(),
+            verified_at,
             verifier_version: VERIFIER_VERSION,
             enforce_rules: req.enforce_rules,
             strict_content_check: req.strict_content_check,
             details,
-            verify: VerifyBlock::new(&self.config.public_url, signer.key_version()),
+            verify: VerifyBlock::new(&self.config.public_url, key_version),
         };
+        Ok((response, passed))
+    }
+
+    /// Run every check, build the report and sign it.
+    pub fn verify(
+        &self,
+        req: &VerifyRequest,
+        signer: &SigningIdentity,
+        now: OffsetDateTime,
+    ) -> Result<Verification, EngineError> {
+        let (response, passed) = self.report(req, signer.key_version(), now)?;
+        let verified_at = response.verified_at.clone();
+        let verification_id = response.verification_id.clone();
         let attestation = attest(VERIFY_CONTEXT, &response, signer, &verified_at)?;
         let body = with_attestation(serde_json::to_vec(&response)?, &attestation)?;
         Ok(Verification {
