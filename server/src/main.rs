@@ -6,6 +6,10 @@ use std::process::ExitCode;
 use verifier::cli::{Cli, Command, ReceiptAction};
 use verifier::{offline, serve};
 
+/// mimalloc: the request path allocates many small, short-lived values.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let args = Cli::parse();
     match args.command {

@@ -35,6 +35,7 @@ pub fn app(parts: LocalServer) -> Router {
         public_url: parts.config.public_url.clone(),
         list_cap: 50,
         cache_capacity: parts.schema_cache_entries,
+        ..EngineConfig::default()
     });
     let config = Arc::new(parts.config.clone());
     let verify = Arc::new(VerifyState {

@@ -1,7 +1,7 @@
 //! Signed receipts: the Ed25519 signature over the JCS bytes of the five-key document
 //! (SERVICE.md §5), and a verifier buyers can run offline against a key list.
 
-use crate::canonical::write_value;
+use crate::canonical::{CanonicalError, write_serialize, write_string};
 use crate::keys::{PublicKeyEntry, SigningIdentity};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -23,25 +23,25 @@ pub struct Attestation {
     pub signature: String,
 }
 
-/// The JCS bytes of the five-key signed document. Its keys sort as algorithm, attested_at,
+/// The JCS bytes of the five-key signed document (what the Ed25519 signature covers). Its keys sort as algorithm, attested_at,
 /// context, key_version, response, so the document is spliced around the response's bytes.
-fn signed_document(
+pub fn signed_document<B: Serialize + ?Sized>(
     context: &str,
     key_version: &str,
     attested_at: &str,
-    response: &Value,
-) -> Vec<u8> {
-    let mut out = Vec::with_capacity(512);
+    response: &B,
+) -> Result<Vec<u8>, CanonicalError> {
+    let mut out = Vec::with_capacity(4096);
     out.extend_from_slice(b"{\"algorithm\":\"Ed25519\",\"attested_at\":");
-    write_value(&mut out, &Value::String(attested_at.to_owned()));
+    write_string(&mut out, attested_at);
     out.extend_from_slice(b",\"context\":");
-    write_value(&mut out, &Value::String(context.to_owned()));
+    write_string(&mut out, context);
     out.extend_from_slice(b",\"key_version\":");
-    write_value(&mut out, &Value::String(key_version.to_owned()));
+    write_string(&mut out, key_version);
     out.extend_from_slice(b",\"response\":");
-    write_value(&mut out, response);
+    write_serialize(&mut out, response)?;
     out.push(b'}');
-    out
+    Ok(out)
 }
 
 /// Append `"attestation": {...}` as the last key of a serialized response object.
@@ -62,14 +62,13 @@ pub fn with_attestation(
 }
 
 /// Sign a response body (everything but `attestation`) under `context`.
-pub fn attest<B: Serialize>(
+pub fn attest<B: Serialize + ?Sized>(
     context: &str,
     body: &B,
     signer: &SigningIdentity,
     timestamp: &str,
-) -> Result<Attestation, crate::canonical::CanonicalError> {
-    let response = serde_json::to_value(body).map_err(|_| crate::canonical::CanonicalError)?;
-    let bytes = signed_document(context, signer.key_version(), timestamp, &response);
+) -> Result<Attestation, CanonicalError> {
+    let bytes = signed_document(context, signer.key_version(), timestamp, body)?;
     Ok(Attestation {
         algorithm: "Ed25519",
         key_version: signer.key_version().to_owned(),
@@ -172,7 +171,8 @@ pub fn verify_receipt_in_context(
         .filter(|(k, _)| k.as_str() != "attestation")
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let bytes = signed_document(context, key_version, timestamp, &Value::Object(body));
+    let bytes = signed_document(context, key_version, timestamp, &Value::Object(body))
+        .map_err(|_| ReceiptError::Canonical)?;
     key.verify_strict(&bytes, &Signature::from_bytes(&sig_bytes))
         .map_err(|_| ReceiptError::BadSignature)?;
     Ok(VerifiedReceipt {

@@ -8,6 +8,7 @@ use crate::hashes::receipt_hashes;
 use crate::keys::SigningIdentity;
 use crate::report::{Details, Ratio, Summary, VerifyBlock, VerifyResponse, next_actions};
 use crate::request::{Detail, FieldProblem, InvalidRequest, VerifyRequest};
+use crate::schema_doc::{SchemaDoc, SchemaDocs};
 use quick_cache::sync::Cache;
 use std::sync::Arc;
 use time::OffsetDateTime;
@@ -25,6 +26,8 @@ pub struct EngineConfig {
     pub list_cap: usize,
     /// Compiled schemas kept in memory.
     pub cache_capacity: usize,
+    /// Bytes of schema text remembered to skip parsing repeated schemas.
+    pub schema_text_cache_bytes: u64,
 }
 
 impl Default for EngineConfig {
@@ -33,6 +36,7 @@ impl Default for EngineConfig {
             public_url: "http://127.0.0.1:8080".into(),
             list_cap: 50,
             cache_capacity: 1024,
+            schema_text_cache_bytes: 16 << 20,
         }
     }
 }
@@ -65,6 +69,7 @@ pub enum EngineError {
 pub struct Engine {
     config: EngineConfig,
     cache: Cache<[u8; 32], Arc<CompiledSchema>>,
+    schema_docs: SchemaDocs,
     schema_options: SchemaOptions,
 }
 
@@ -93,9 +98,15 @@ impl Engine {
     pub fn with_schema_options(config: EngineConfig, schema_options: SchemaOptions) -> Self {
         Engine {
             cache: Cache::new(config.cache_capacity.max(1)),
+            schema_docs: SchemaDocs::new(config.schema_text_cache_bytes),
             config,
             schema_options,
         }
+    }
+
+    /// Parse and validate a request body, reusing schemas seen before.
+    pub fn parse(&self, body: &[u8]) -> Result<VerifyRequest, InvalidRequest> {
+        VerifyRequest::from_body_with(body, Some(&self.schema_docs))
     }
 
     /// The configuration.
@@ -103,20 +114,17 @@ impl Engine {
         &self.config
     }
 
-    /// The compiled schema for a canonical-form digest, compiling it on a miss.
-    pub fn compiled(
-        &self,
-        digest: [u8; 32],
-        schema: &serde_json::Value,
-    ) -> Result<Arc<CompiledSchema>, InvalidRequest> {
-        if let Some(hit) = self.cache.get(&digest) {
+    /// The compiled schema, by its canonical digest; compiled on a miss.
+    pub fn compiled(&self, schema: &SchemaDoc) -> Result<Arc<CompiledSchema>, InvalidRequest> {
+        if let Some(hit) = self.cache.get(&schema.digest) {
             return Ok(hit);
         }
-        let compiled = CompiledSchema::compile(schema, &self.schema_options).map_err(|e| {
-            InvalidRequest::one(FieldProblem::new("expected_schema", e.to_string(), e.fix()))
-        })?;
+        let compiled =
+            CompiledSchema::compile(&schema.value, &self.schema_options).map_err(|e| {
+                InvalidRequest::one(FieldProblem::new("expected_schema", e.to_string(), e.fix()))
+            })?;
         let compiled = Arc::new(compiled);
-        self.cache.insert(digest, compiled.clone());
+        self.cache.insert(schema.digest, compiled.clone());
         Ok(compiled)
     }
 
@@ -129,7 +137,7 @@ impl Engine {
         now: OffsetDateTime,
     ) -> Result<(VerifyResponse, bool), EngineError> {
         let hashes = receipt_hashes(req)?;
-        let schema = self.compiled(hashes.schema_digest, &req.expected_schema)?;
+        let schema = self.compiled(&req.expected_schema)?;
         let output = &req.submitted_output;
 
         let outcome = schema.check(output, req.strict_content_check);

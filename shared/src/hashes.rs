@@ -1,10 +1,11 @@
 //! The four receipt hashes of SERVICE.md §5. The request document's canonical bytes are
 //! spliced from the canonical bytes of its parts (JCS of an object with fixed keys is the
-//! concatenation of its sorted members), so the output and schema are canonicalized once.
+//! concatenation of its sorted members) and streamed into the hash, so the output is
+//! canonicalized once and the schema's canonical bytes come with the parsed schema.
 
-use crate::canonical::{CanonicalError, sha256_hex, value_to_jcs};
-use crate::request::VerifyRequest;
-use serde_json::Value;
+use crate::canonical::{CanonicalError, sha256_hex, value_to_jcs, write_string, write_value};
+use crate::request::{DEFAULT_TOLERANCE, VerifyRequest};
+use serde_json::{Map, Value};
 
 /// The four hashes of a request, lowercase hex.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,56 +18,155 @@ pub struct ReceiptHashes {
     pub schema_digest: [u8; 32],
 }
 
+/// The value of a member a rule or bound omitted.
+#[derive(Clone, Copy)]
+enum Filler {
+    Null,
+    False,
+    Tolerance,
+}
+
+/// The members a rule gets when omitted, in canonical (sorted) key order.
+const RULE_DEFAULTS: &[(&str, Filler)] = &[
+    ("equals", Filler::Null),
+    ("equals_field", Filler::Null),
+    ("if_present", Filler::False),
+    ("in_field", Filler::Null),
+    ("other_field", Filler::Null),
+    ("tolerance", Filler::Tolerance),
+    ("value", Filler::Null),
+    ("values", Filler::Null),
+];
+
+/// The members a bound gets when omitted, in canonical key order.
+const BOUND_DEFAULTS: &[(&str, Filler)] = &[
+    ("if_present", Filler::False),
+    ("max", Filler::Null),
+    ("min", Filler::Null),
+];
+
+fn write_default(out: &mut Vec<u8>, d: Filler) {
+    match d {
+        Filler::Null => out.extend_from_slice(b"null"),
+        Filler::False => out.extend_from_slice(b"false"),
+        Filler::Tolerance => write_value(out, &Value::from(DEFAULT_TOLERANCE)),
+    }
+}
+
+/// Write `given` with every default it omits filled in, canonically. Given members win.
+/// Keys of a valid rule or bound are ASCII, so byte order is the canonical order.
+fn write_filled(
+    out: &mut Vec<u8>,
+    given: Option<&Map<String, Value>>,
+    defaults: &[(&str, Filler)],
+) {
+    let mut members: Vec<(&str, Result<&Value, Filler>)> = defaults
+        .iter()
+        .filter(|(k, _)| given.is_none_or(|g| !g.contains_key(*k)))
+        .map(|(k, d)| (*k, Err(*d)))
+        .collect();
+    if let Some(g) = given {
+        members.extend(g.iter().map(|(k, v)| (k.as_str(), Ok(v))));
+    }
+    members.sort_unstable_by(|a, b| crate::canonical::utf16_cmp(a.0, b.0));
+    out.push(b'{');
+    for (i, (key, value)) in members.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_string(out, key);
+        out.push(b':');
+        match value {
+            Ok(v) => write_value(out, v),
+            Err(d) => write_default(out, d),
+        }
+    }
+    out.push(b'}');
+}
+
+/// `rules` with every default filled (null when absent or empty).
+fn write_filled_rules(out: &mut Vec<u8>, sent: &Value) {
+    match sent {
+        Value::Array(rules) if !rules.is_empty() => {
+            out.push(b'[');
+            for (i, rule) in rules.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_filled(out, rule.as_object(), RULE_DEFAULTS);
+            }
+            out.push(b']');
+        }
+        _ => out.extend_from_slice(b"null"),
+    }
+}
+
+/// `bounds` with every default filled (null when absent or empty).
+fn write_filled_bounds(out: &mut Vec<u8>, sent: &Value) {
+    match sent {
+        Value::Object(map) if !map.is_empty() => {
+            let mut paths: Vec<(&String, &Value)> = map.iter().collect();
+            paths.sort_unstable_by(|a, b| crate::canonical::utf16_cmp(a.0, b.0));
+            out.push(b'{');
+            for (i, (path, bound)) in paths.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_string(out, path);
+                out.push(b':');
+                write_filled(out, bound.as_object(), BOUND_DEFAULTS);
+            }
+            out.push(b'}');
+        }
+        _ => out.extend_from_slice(b"null"),
+    }
+}
+
+/// The canonical bytes of the request document (the eight fields, every default filled),
+/// written from its parts: `request_hash` covers exactly these bytes.
+pub fn write_request_document(out: &mut Vec<u8>, req: &VerifyRequest, output_jcs: &[u8]) {
+    let bool_text = |b: bool| if b { &b"true"[..] } else { &b"false"[..] };
+    out.extend_from_slice(b"{\"agent_id\":");
+    match &req.agent_id {
+        Some(id) => write_string(out, id),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\"bounds\":");
+    write_filled_bounds(out, &req.bounds_sent);
+    out.extend_from_slice(b",\"enforce_rules\":");
+    out.extend_from_slice(bool_text(req.enforce_rules));
+    out.extend_from_slice(b",\"expected_schema\":");
+    out.extend_from_slice(&req.expected_schema.canonical);
+    out.extend_from_slice(b",\"rules\":");
+    write_filled_rules(out, &req.rules_sent);
+    out.extend_from_slice(b",\"strict_content_check\":");
+    out.extend_from_slice(bool_text(req.strict_content_check));
+    out.extend_from_slice(b",\"submitted_output\":");
+    out.extend_from_slice(output_jcs);
+    out.extend_from_slice(b",\"task_id\":");
+    write_string(out, &req.task_id);
+    out.push(b'}');
+}
+
 /// Compute all four hashes.
 pub fn receipt_hashes(req: &VerifyRequest) -> Result<ReceiptHashes, CanonicalError> {
     let output = value_to_jcs(&req.submitted_output);
-    let schema = value_to_jcs(&req.expected_schema);
-    let bounds_sent = value_to_jcs(&req.bounds_sent);
-    let rules_sent = value_to_jcs(&req.rules_sent);
-    let mut rules_doc = Vec::with_capacity(bounds_sent.len() + rules_sent.len() + 20);
+
+    let mut rules_doc = Vec::with_capacity(256);
     rules_doc.extend_from_slice(b"{\"bounds\":");
-    rules_doc.extend_from_slice(&bounds_sent);
+    write_value(&mut rules_doc, &req.bounds_sent);
     rules_doc.extend_from_slice(b",\"rules\":");
-    rules_doc.extend_from_slice(&rules_sent);
+    write_value(&mut rules_doc, &req.rules_sent);
     rules_doc.push(b'}');
 
-    let full = req.request_document_parts();
-    let b = |v: bool| {
-        if v {
-            b"true".to_vec()
-        } else {
-            b"false".to_vec()
-        }
-    };
-    let members: [(&str, Vec<u8>); 8] = [
-        ("agent_id", value_to_jcs(&full.agent_id)),
-        ("bounds", value_to_jcs(&full.bounds)),
-        ("enforce_rules", b(req.enforce_rules)),
-        ("expected_schema", schema.clone()),
-        ("rules", value_to_jcs(&full.rules)),
-        ("strict_content_check", b(req.strict_content_check)),
-        ("submitted_output", output.clone()),
-        ("task_id", value_to_jcs(&Value::String(req.task_id.clone()))),
-    ];
-    let mut doc = Vec::with_capacity(output.len() + schema.len() + 256);
-    doc.push(b'{');
-    for (i, (key, value)) in members.iter().enumerate() {
-        if i > 0 {
-            doc.push(b',');
-        }
-        doc.push(b'"');
-        doc.extend_from_slice(key.as_bytes());
-        doc.extend_from_slice(b"\":");
-        doc.extend_from_slice(value);
-    }
-    doc.push(b'}');
+    let mut doc = Vec::with_capacity(output.len() + req.expected_schema.canonical.len() + 512);
+    write_request_document(&mut doc, req, &output);
 
-    let schema_digest = crate::canonical::sha256(&schema);
     Ok(ReceiptHashes {
         output_hash: sha256_hex(&output),
-        schema_hash: hex::encode(schema_digest),
+        schema_hash: req.expected_schema.hash.clone(),
         rules_hash: sha256_hex(&rules_doc),
         request_hash: sha256_hex(&doc),
-        schema_digest,
+        schema_digest: req.expected_schema.digest,
     })
 }

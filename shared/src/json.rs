@@ -5,6 +5,7 @@
 //! 2^53+1 silently rounded) would sign something the caller did not send, so it is an error.
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Number, Value};
 use std::cell::Cell;
 use std::fmt;
@@ -57,11 +58,25 @@ pub fn parse_strict(
     bytes: &[u8],
     known_fields: &'static [&'static str],
 ) -> Result<Value, LocatedJsonError> {
+    parse_strict_capturing(bytes, known_fields, None).map(|(value, _)| value)
+}
+
+/// Like [`parse_strict`], but the top-level member `capture` (when present) is not parsed:
+/// its exact text is returned instead, for the caller to parse strictly (or find in a cache).
+/// The text is valid JSON syntax; its keys and numbers are not checked yet.
+pub fn parse_strict_capturing<'de>(
+    bytes: &'de [u8],
+    known_fields: &'static [&'static str],
+    capture: Option<&'static str>,
+) -> Result<(Value, Option<&'de str>), LocatedJsonError> {
     let current = Cell::new(None);
+    let captured = Cell::new(None);
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let seed = TopSeed {
         known: known_fields,
         current: &current,
+        capture,
+        captured: &captured,
     };
     SUSPECT.with(|f| f.set(false));
     let result = seed.deserialize(&mut de).and_then(|v| de.end().map(|_| v));
@@ -79,7 +94,7 @@ pub fn parse_strict(
             field: None,
         });
     }
-    Ok(value)
+    Ok((value, captured.get().map(RawValue::get)))
 }
 
 thread_local! {
@@ -156,12 +171,14 @@ fn classify(e: &serde_json::Error) -> JsonError {
     }
 }
 
-struct TopSeed<'a> {
+struct TopSeed<'a, 'de> {
     known: &'static [&'static str],
     current: &'a Cell<Option<&'static str>>,
+    capture: Option<&'static str>,
+    captured: &'a Cell<Option<&'de RawValue>>,
 }
 
-impl<'de> DeserializeSeed<'de> for TopSeed<'_> {
+impl<'de> DeserializeSeed<'de> for TopSeed<'_, 'de> {
     type Value = Value;
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
         d.deserialize_any(StrictVisitor { top: Some(self) })
@@ -177,8 +194,8 @@ impl<'de> DeserializeSeed<'de> for StrictSeed {
     }
 }
 
-struct StrictVisitor<'a> {
-    top: Option<TopSeed<'a>>,
+struct StrictVisitor<'a, 'de> {
+    top: Option<TopSeed<'a, 'de>>,
 }
 
 fn safe_integer<E: de::Error>(magnitude: u64) -> Result<(), E> {
@@ -189,7 +206,7 @@ fn safe_integer<E: de::Error>(magnitude: u64) -> Result<(), E> {
     }
 }
 
-impl<'de> Visitor<'de> for StrictVisitor<'_> {
+impl<'de> Visitor<'de> for StrictVisitor<'_, 'de> {
     type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -239,6 +256,16 @@ impl<'de> Visitor<'de> for StrictVisitor<'_> {
             if let Some(top) = &self.top {
                 top.current
                     .set(top.known.iter().find(|k| **k == key).copied());
+            }
+            if let Some(top) = &self.top
+                && top.capture == Some(key.as_str())
+            {
+                if top.captured.get().is_some() {
+                    return Err(de::Error::custom(DUPLICATE_KEY));
+                }
+                top.captured.set(Some(map.next_value::<&'de RawValue>()?));
+                top.current.set(None);
+                continue;
             }
             if out.contains_key(&key) {
                 return Err(de::Error::custom(DUPLICATE_KEY));

@@ -37,12 +37,19 @@ pub enum KeyError {
     PublicKeyPoint,
     #[error("the key list is neither an array of key entries nor an agent card")]
     KeyList,
+    #[error("the signing library refused the seed")]
+    Signer,
 }
 
 /// The active signing key and its version label.
+///
+/// Signatures come from AWS-LC (`aws-lc-rs`), whose Ed25519 is about twice as fast as
+/// ed25519-dalek's here; both implement RFC 8032, so the signatures are byte-identical
+/// (a test checks it). The dalek key gives the seed and the public half.
 pub struct SigningIdentity {
     key_version: String,
     key: SigningKey,
+    signer: aws_lc_rs::signature::Ed25519KeyPair,
 }
 
 impl std::fmt::Debug for SigningIdentity {
@@ -57,9 +64,16 @@ impl SigningIdentity {
     /// From an RFC 8032 seed.
     pub fn from_seed(key_version: impl Into<String>, seed: &[u8]) -> Result<Self, KeyError> {
         let seed: [u8; 32] = seed.try_into().map_err(|_| KeyError::SeedLength)?;
+        let key = SigningKey::from_bytes(&seed);
+        let signer = aws_lc_rs::signature::Ed25519KeyPair::from_seed_and_public_key(
+            &seed,
+            key.verifying_key().as_bytes(),
+        )
+        .map_err(|_| KeyError::Signer)?;
         Ok(SigningIdentity {
             key_version: key_version.into(),
-            key: SigningKey::from_bytes(&seed),
+            key,
+            signer,
         })
     }
 
@@ -92,7 +106,19 @@ impl SigningIdentity {
 
     /// Sign bytes; the signature as standard padded base64.
     pub fn sign_base64(&self, message: &[u8]) -> String {
-        STANDARD.encode(self.key.sign(message).to_bytes())
+        STANDARD.encode(self.sign(message))
+    }
+
+    /// Sign bytes: the raw 64-byte RFC 8032 signature.
+    pub fn sign(&self, message: &[u8]) -> [u8; 64] {
+        let mut out = [0u8; 64];
+        out.copy_from_slice(self.signer.sign(message).as_ref());
+        out
+    }
+
+    /// The same signature from ed25519-dalek (tests compare the two implementations).
+    pub fn sign_reference(&self, message: &[u8]) -> [u8; 64] {
+        self.key.sign(message).to_bytes()
     }
 }
 
@@ -167,5 +193,34 @@ impl KeySource for StaticKeys {
     }
     fn public_keys(&self) -> Vec<PublicKeyEntry> {
         self.ring.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aws_lc_signatures_equal_the_reference_implementation() {
+        // RFC 8032 §7.1 TEST 1, then longer messages with other seeds.
+        let seed = hex::decode("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
+            .expect("hex");
+        let id = SigningIdentity::from_seed("t", &seed).expect("seed");
+        assert_eq!(
+            hex::encode(id.sign(b"")),
+            "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"
+        );
+        for (i, len) in [1usize, 64, 1000, 2400, 70_000].into_iter().enumerate() {
+            let id = SigningIdentity::from_seed("t", &[i as u8 + 1; 32]).expect("seed");
+            let message: Vec<u8> = (0..len).map(|j| (j * 31 + i) as u8).collect();
+            assert_eq!(
+                id.sign(&message),
+                id.sign_reference(&message),
+                "length {len}"
+            );
+            let vk = id.public_entry().verifying_key().expect("key");
+            let sig = ed25519_dalek::Signature::from_bytes(&id.sign(&message));
+            assert!(vk.verify_strict(&message, &sig).is_ok());
+        }
     }
 }

@@ -21,6 +21,7 @@ pub mod path;
 pub mod payments;
 pub mod report;
 pub mod request;
+pub mod schema_doc;
 pub mod store;
 
 pub use engine::{Engine, EngineConfig, EngineError, Verification};

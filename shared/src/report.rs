@@ -2,6 +2,7 @@
 
 use crate::checks::Finding;
 use serde::Serialize;
+use serde::ser::{SerializeStruct, Serializer};
 
 /// The `summary` block.
 #[derive(Debug, Serialize)]
@@ -210,8 +211,30 @@ impl Details {
     }
 }
 
+impl Details {
+    /// Write the fields into an enclosing object (they sit inline in the response).
+    fn serialize_fields<S: SerializeStruct>(&self, st: &mut S) -> Result<(), S::Error> {
+        st.serialize_field("errors", &self.errors)?;
+        st.serialize_field("errors_total", &self.errors_total)?;
+        st.serialize_field("errors_omitted", &self.errors_omitted)?;
+        st.serialize_field("errors_detail", &self.errors_detail)?;
+        st.serialize_field("errors_detail_total", &self.errors_detail_total)?;
+        st.serialize_field("errors_detail_omitted", &self.errors_detail_omitted)?;
+        st.serialize_field("flags", &self.flags)?;
+        st.serialize_field("flags_total", &self.flags_total)?;
+        st.serialize_field("flags_omitted", &self.flags_omitted)?;
+        st.serialize_field("hints", &self.hints)?;
+        st.serialize_field("hints_total", &self.hints_total)?;
+        st.serialize_field("hints_omitted", &self.hints_omitted)?;
+        st.serialize_field("schema_compliance", &self.schema_compliance)?;
+        st.serialize_field("integrity_checks", &self.integrity_checks)?;
+        st.serialize_field("overall", &self.overall)
+    }
+}
+
 /// The verification response without its attestation (what the signature covers).
-#[derive(Debug, Serialize)]
+/// Serialized in the contract's key order, with the full-detail fields inline.
+#[derive(Debug)]
 pub struct VerifyResponse {
     pub summary: Summary,
     pub next_actions: Vec<NextAction>,
@@ -222,13 +245,38 @@ pub struct VerifyResponse {
     pub output_hash: String,
     pub schema_hash: String,
     pub rules_hash: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub request_hash: Option<String>,
     pub verified_at: String,
     pub verifier_version: &'static str,
     pub enforce_rules: bool,
     pub strict_content_check: bool,
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub details: Option<Details>,
     pub verify: VerifyBlock,
+}
+
+impl Serialize for VerifyResponse {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut st = serializer.serialize_struct("VerifyResponse", 31)?;
+        st.serialize_field("summary", &self.summary)?;
+        st.serialize_field("next_actions", &self.next_actions)?;
+        st.serialize_field("result", self.result)?;
+        st.serialize_field("verification_id", &self.verification_id)?;
+        st.serialize_field("task_id", &self.task_id)?;
+        st.serialize_field("agent_id", &self.agent_id)?;
+        st.serialize_field("output_hash", &self.output_hash)?;
+        st.serialize_field("schema_hash", &self.schema_hash)?;
+        st.serialize_field("rules_hash", &self.rules_hash)?;
+        if let Some(hash) = &self.request_hash {
+            st.serialize_field("request_hash", hash)?;
+        }
+        st.serialize_field("verified_at", &self.verified_at)?;
+        st.serialize_field("verifier_version", self.verifier_version)?;
+        st.serialize_field("enforce_rules", &self.enforce_rules)?;
+        st.serialize_field("strict_content_check", &self.strict_content_check)?;
+        if let Some(details) = &self.details {
+            details.serialize_fields(&mut st)?;
+        }
+        st.serialize_field("verify", &self.verify)?;
+        st.end()
+    }
 }

@@ -3,8 +3,10 @@
 
 use crate::json::{self, JsonError, MAX_DEPTH};
 use crate::path::FieldPath;
+use crate::schema_doc::{SchemaDoc, SchemaDocs};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 /// Longest `task_id` / `agent_id`, in characters.
 pub const MAX_ID_CHARS: usize = 200;
@@ -153,7 +155,8 @@ pub struct Bound {
 pub struct VerifyRequest {
     pub task_id: String,
     pub agent_id: Option<String>,
-    pub expected_schema: Value,
+    /// The schema with its canonical form and hash (shared with the schema cache).
+    pub expected_schema: Arc<SchemaDoc>,
     pub submitted_output: Value,
     pub strict_content_check: bool,
     pub enforce_rules: bool,
@@ -185,15 +188,41 @@ impl InvalidRequest {
 impl VerifyRequest {
     /// Parse and validate a request body.
     pub fn from_body(body: &[u8]) -> Result<Self, InvalidRequest> {
-        let value = json::parse_strict(body, FIELDS).map_err(|e| {
-            let field = e.field.unwrap_or("body");
-            InvalidRequest::one(json_problem(field, e.error))
-        })?;
-        Self::from_value(value)
+        Self::from_body_with(body, None)
+    }
+
+    /// Parse and validate a request body, taking `expected_schema` from `schemas` when the
+    /// same schema text was seen before (it is then neither parsed nor hashed again).
+    pub fn from_body_with(
+        body: &[u8],
+        schemas: Option<&SchemaDocs>,
+    ) -> Result<Self, InvalidRequest> {
+        let (value, schema_text) =
+            json::parse_strict_capturing(body, FIELDS, Some("expected_schema")).map_err(|e| {
+                let field = e.field.unwrap_or("body");
+                InvalidRequest::one(json_problem(field, e.error))
+            })?;
+        let schema = schema_text.map(|text| match schemas {
+            Some(cache) => cache.resolve(text),
+            None => SchemaDoc::from_text(text).map(Arc::new),
+        });
+        // The parser bounds the body's depth already.
+        Self::validate(value, Some(schema), false)
     }
 
     /// Validate an already-parsed request object (MCP tool arguments arrive this way).
     pub fn from_value(value: Value) -> Result<Self, InvalidRequest> {
+        Self::validate(value, None, true)
+    }
+
+    /// Validate the request object. `schema` is the already-resolved `expected_schema` when
+    /// the parser captured it (`Some(None)`: it was absent); with `None` it is read from the
+    /// object. `check_output_depth` bounds `submitted_output` for values not from the parser.
+    fn validate(
+        value: Value,
+        schema: Option<Option<Result<Arc<SchemaDoc>, FieldProblem>>>,
+        check_output_depth: bool,
+    ) -> Result<Self, InvalidRequest> {
         let Value::Object(mut map) = value else {
             return Err(InvalidRequest::one(FieldProblem::new(
                 "body",
@@ -203,6 +232,10 @@ impl VerifyRequest {
         };
         let mut problems = Vec::new();
         let unknown = map.keys().filter(|k| !FIELDS.contains(&k.as_str())).count();
+        let schema = schema.unwrap_or_else(|| {
+            map.remove("expected_schema")
+                .map(|v| SchemaDoc::from_value(v).map(Arc::new))
+        });
         if unknown > 0 {
             problems.push(FieldProblem::new(
                 "body",
@@ -212,22 +245,18 @@ impl VerifyRequest {
         }
         let task_id = id_field(&mut problems, map.get("task_id"), "task_id", true);
         let agent_id = id_field(&mut problems, map.get("agent_id"), "agent_id", false);
-        let expected_schema = match map.remove("expected_schema") {
+        let expected_schema = match schema {
             None => {
                 problems.push(missing(
                     "expected_schema",
                     "Send a JSON Schema object, e.g. {\"type\": \"object\"}.",
                 ));
-                Value::Null
+                None
             }
-            Some(v @ (Value::Object(_) | Value::Bool(_))) => v,
-            Some(_) => {
-                problems.push(FieldProblem::new(
-                    "expected_schema",
-                    "must be a JSON Schema: an object or a boolean",
-                    "Send a JSON Schema object, e.g. {\"type\": \"object\"}.",
-                ));
-                Value::Null
+            Some(Ok(doc)) => Some(doc),
+            Some(Err(problem)) => {
+                problems.push(problem);
+                None
             }
         };
         let submitted_output = match map.remove("submitted_output") {
@@ -240,13 +269,8 @@ impl VerifyRequest {
                 Value::Null
             }
         };
-        for (name, value) in [
-            ("expected_schema", &expected_schema),
-            ("submitted_output", &submitted_output),
-        ] {
-            if depth_exceeds(value, MAX_DEPTH) {
-                problems.push(json_problem(name, JsonError::TooDeep));
-            }
+        if check_output_depth && depth_exceeds(&submitted_output, MAX_DEPTH) {
+            problems.push(json_problem("submitted_output", JsonError::TooDeep));
         }
         let strict_content_check = bool_field(
             &mut problems,
@@ -271,9 +295,9 @@ impl VerifyRequest {
         let bounds = parse_bounds(&mut problems, &bounds_sent);
         let rules_sent = map.remove("rules").unwrap_or(Value::Null);
         let rules = parse_rules(&mut problems, &rules_sent);
-        if !problems.is_empty() {
+        let Some(expected_schema) = expected_schema.filter(|_| problems.is_empty()) else {
             return Err(InvalidRequest { problems });
-        }
+        };
         Ok(VerifyRequest {
             task_id: task_id.unwrap_or_default(),
             agent_id,
@@ -306,13 +330,15 @@ impl VerifyRequest {
 
     /// The value `request_hash` is computed over: the eight fields with every default filled,
     /// including every omitted field of every rule and bound. Empty `bounds`/`rules` count as
-    /// null, as the hosted service's published reference code does.
+    /// null, as the hosted service's published reference code does. This is the readable
+    /// definition; the hash itself streams the same bytes from
+    /// [`crate::hashes::write_request_document`] (a test keeps the two equal).
     pub fn request_document(&self) -> Value {
         let parts = self.request_document_parts();
         let mut doc = Map::new();
         doc.insert("task_id".into(), Value::String(self.task_id.clone()));
         doc.insert("agent_id".into(), parts.agent_id);
-        doc.insert("expected_schema".into(), self.expected_schema.clone());
+        doc.insert("expected_schema".into(), self.expected_schema.value.clone());
         doc.insert("submitted_output".into(), self.submitted_output.clone());
         doc.insert(
             "strict_content_check".into(),
@@ -325,7 +351,7 @@ impl VerifyRequest {
     }
 
     /// The request document's members that differ from the fields as sent.
-    pub fn request_document_parts(&self) -> RequestDocumentParts {
+    fn request_document_parts(&self) -> RequestDocumentParts {
         RequestDocumentParts {
             agent_id: self.agent_id.clone().map_or(Value::Null, Value::String),
             bounds: filled_bounds(&self.bounds_sent),
@@ -335,10 +361,10 @@ impl VerifyRequest {
 }
 
 /// `agent_id`, `bounds` and `rules` with every default filled.
-pub struct RequestDocumentParts {
-    pub agent_id: Value,
-    pub bounds: Value,
-    pub rules: Value,
+struct RequestDocumentParts {
+    agent_id: Value,
+    bounds: Value,
+    rules: Value,
 }
 
 fn filled_bounds(sent: &Value) -> Value {
@@ -392,23 +418,23 @@ fn filled_rules(sent: &Value) -> Value {
 }
 
 /// Whether arrays and objects nest deeper than `max` (iterative: safe on any depth).
-fn depth_exceeds(value: &Value, max: usize) -> bool {
+pub(crate) fn depth_exceeds(value: &Value, max: usize) -> bool {
     let mut stack = vec![(value, 1usize)];
     while let Some((v, depth)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match v {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(map) => Box::new(map.values()),
-            _ => continue,
-        };
-        if depth > max {
+        let is_container = matches!(v, Value::Array(_) | Value::Object(_));
+        if is_container && depth > max {
             return true;
         }
-        stack.extend(children.map(|c| (c, depth + 1)));
+        match v {
+            Value::Array(items) => stack.extend(items.iter().map(|c| (c, depth + 1))),
+            Value::Object(map) => stack.extend(map.values().map(|c| (c, depth + 1))),
+            _ => {}
+        }
     }
     false
 }
 
-fn json_problem(field: &str, error: JsonError) -> FieldProblem {
+pub(crate) fn json_problem(field: &str, error: JsonError) -> FieldProblem {
     let fix = match error {
         JsonError::Syntax { .. } | JsonError::Truncated => {
             "Send one complete JSON object encoded as UTF-8 (check quotes, commas and brackets)."

@@ -85,7 +85,10 @@ fn schema_problems(schema: Value) -> Vec<FieldProblem> {
     match engine().verify(&req, &signer(), OffsetDateTime::now_utc()) {
         Err(EngineError::Invalid(e)) => e.problems,
         Err(other) => panic!("expected EngineError::Invalid, got {other:?}"),
-        Ok(_) => panic!("expected the schema {} to be refused", req.expected_schema),
+        Ok(_) => panic!(
+            "expected the schema {} to be refused",
+            req.expected_schema.value
+        ),
     }
 }
 

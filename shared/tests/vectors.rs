@@ -200,3 +200,35 @@ fn corrected_invoice_passes_and_compact_has_the_compact_keys() {
     assert_eq!(ours["rules_hash"], hosted["rules_hash"]);
     assert_eq!(ours["next_actions"], hosted["next_actions"]);
 }
+
+/// The streamed request document (what `request_hash` covers) equals the readable
+/// definition on requests with every kind of rule, bound and default.
+#[test]
+fn streamed_request_document_equals_the_reference() {
+    let bodies = [
+        r#"{"task_id":"t","expected_schema":true,"submitted_output":null}"#,
+        r#"{"task_id":"t","agent_id":null,"expected_schema":{},"submitted_output":[1,2.5],"rules":[],"bounds":{}}"#,
+        r#"{"task_id":"t","agent_id":"a\u00e9\ud83d\ude02","expected_schema":{"type":"object","b":1,"a":[]},
+            "submitted_output":{"x":1e21,"y":-0.0},"strict_content_check":true,"enforce_rules":true,
+            "rules":[{"type":"sum_equals","field":"items[].p","equals_field":"total","tolerance":0.01},
+                     {"type":"gte","field":"a","value":0,"if_present":true},
+                     {"type":"exists_in","field":"a[].b","values":["x",1,null]},
+                     {"type":"unique","field":"ids[]","equals":null}],
+            "bounds":{"z.\ud83d\ude02":{"min":0},"\ufb33":{"max":1.5,"if_present":true},"a":{"min":-1,"max":1,"if_present":false}}}"#,
+    ];
+    for body in bodies {
+        let req = match VerifyRequest::from_body(body.as_bytes()) {
+            Ok(req) => req,
+            Err(e) => panic!("{body}: {:?}", e.problems),
+        };
+        let output = to_jcs(&req.submitted_output).expect("jcs");
+        let mut streamed = Vec::new();
+        verifier_core::hashes::write_request_document(&mut streamed, &req, &output);
+        let reference = to_jcs(&req.request_document()).expect("jcs");
+        assert_eq!(
+            String::from_utf8(streamed).expect("utf8"),
+            String::from_utf8(reference).expect("utf8"),
+            "{body}"
+        );
+    }
+}

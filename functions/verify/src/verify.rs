@@ -13,7 +13,7 @@ use verifier_core::clock::{next_utc_midnight, rfc3339_seconds, utc_day};
 use verifier_core::errors::ApiError;
 use verifier_core::payments::{FreeTrialState, free_trial, payment_required};
 use verifier_core::store::{FreeClaim, Outcome, StoreError};
-use verifier_core::{ClientAddr, EngineError, VerifyRequest};
+use verifier_core::{ClientAddr, EngineError};
 
 /// `POST /verify/schema`.
 pub async fn verify_schema(
@@ -116,7 +116,7 @@ async fn handle(
     if !is_json(&headers) {
         return respond::error(&ApiError::UnsupportedMediaType, config);
     }
-    let request = match VerifyRequest::from_body(&bytes) {
+    let request = match state.engine.parse(&bytes) {
         Ok(r) => r,
         Err(e) => return respond::error(&ApiError::InvalidRequest(e.problems), config),
     };

@@ -1,0 +1,127 @@
+//! The caller's `expected_schema` with its canonical form and hash, and a cache of schemas by
+//! their exact request text.
+//!
+//! Buyers send the same schema call after call. The cache maps the schema's bytes, exactly as
+//! they appeared in the body, to the parsed value, its RFC 8785 bytes and its SHA-256: an
+//! identical text was already parsed strictly and canonicalized, so it is neither parsed nor
+//! hashed again. The entry keeps the text and a hit compares it byte for byte, so a hash
+//! collision can never substitute one schema for another.
+
+use crate::canonical::{sha256, value_to_jcs};
+use crate::json::{self, JsonError, MAX_DEPTH};
+use crate::request::{FieldProblem, depth_exceeds, json_problem};
+use quick_cache::Weighter;
+use quick_cache::sync::Cache;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// A valid `expected_schema`: the value, its canonical bytes and its SHA-256.
+#[derive(Debug)]
+pub struct SchemaDoc {
+    /// The schema as parsed.
+    pub value: Value,
+    /// Its RFC 8785 canonical bytes (part of the request document's hash).
+    pub canonical: Vec<u8>,
+    /// SHA-256 of the canonical bytes: the compiled-schema cache key.
+    pub digest: [u8; 32],
+    /// `schema_hash`: the digest in lowercase hex.
+    pub hash: String,
+}
+
+const FIX_TYPE: &str = "Send a JSON Schema object, e.g. {\"type\": \"object\"}.";
+
+impl SchemaDoc {
+    /// Check that `value` is a schema (an object or a boolean, nested at most [`MAX_DEPTH`]
+    /// levels) and canonicalize it.
+    pub fn from_value(value: Value) -> Result<Self, FieldProblem> {
+        if !matches!(value, Value::Object(_) | Value::Bool(_)) {
+            return Err(FieldProblem::new(
+                "expected_schema",
+                "must be a JSON Schema: an object or a boolean",
+                FIX_TYPE,
+            ));
+        }
+        if depth_exceeds(&value, MAX_DEPTH) {
+            return Err(json_problem("expected_schema", JsonError::TooDeep));
+        }
+        let canonical = value_to_jcs(&value);
+        let digest = sha256(&canonical);
+        Ok(SchemaDoc {
+            hash: crate::canonical::digest_hex(&digest),
+            value,
+            canonical,
+            digest,
+        })
+    }
+
+    /// Parse the schema's request text strictly (duplicate keys, number range, depth).
+    pub fn from_text(text: &str) -> Result<Self, FieldProblem> {
+        let value = json::parse_strict_value(text.as_bytes())
+            .map_err(|e| json_problem("expected_schema", e))?;
+        Self::from_value(value)
+    }
+}
+
+#[derive(Clone)]
+struct TextWeight;
+
+impl Weighter<Box<str>, Arc<SchemaDoc>> for TextWeight {
+    fn weight(&self, key: &Box<str>, doc: &Arc<SchemaDoc>) -> u64 {
+        // The text, the canonical copy, and about as much again for the parsed value.
+        (key.len() * 2 + doc.canonical.len()) as u64 + 64
+    }
+}
+
+/// Recently seen schemas by their exact request text, bounded by bytes held.
+pub struct SchemaDocs {
+    cache: Cache<Box<str>, Arc<SchemaDoc>, TextWeight>,
+}
+
+impl SchemaDocs {
+    /// A cache holding about `max_bytes` of schema text.
+    pub fn new(max_bytes: u64) -> Self {
+        let entries = (max_bytes / 512).clamp(16, 1 << 20) as usize;
+        SchemaDocs {
+            cache: Cache::with_weighter(entries, max_bytes.max(1), TextWeight),
+        }
+    }
+
+    /// The schema for a request text: from the cache when this exact text was seen, else
+    /// parsed, checked and remembered.
+    pub fn resolve(&self, text: &str) -> Result<Arc<SchemaDoc>, FieldProblem> {
+        if let Some(doc) = self.cache.get(text) {
+            return Ok(doc);
+        }
+        let doc = Arc::new(SchemaDoc::from_text(text)?);
+        self.cache.insert(text.into(), doc.clone());
+        Ok(doc)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identical_text_is_served_from_the_cache() {
+        let docs = SchemaDocs::new(1 << 20);
+        let a = docs.resolve(r#"{"type": "object"}"#).expect("valid");
+        let b = docs.resolve(r#"{"type": "object"}"#).expect("valid");
+        assert!(Arc::ptr_eq(&a, &b));
+        // Another spelling of the same schema: a new entry with the same canonical hash.
+        let c = docs.resolve(r#"{"type":"object"}"#).expect("valid");
+        assert!(!Arc::ptr_eq(&a, &c));
+        assert_eq!(a.hash, c.hash);
+        assert_eq!(a.canonical, br#"{"type":"object"}"#);
+    }
+
+    #[test]
+    fn invalid_texts_are_refused_and_not_cached() {
+        let docs = SchemaDocs::new(1 << 20);
+        for text in [r#"{"a": 1, "a": 2}"#, "[1]", "9007199254740993", "{"] {
+            let problem = docs.resolve(text).expect_err(text);
+            assert_eq!(problem.field, "expected_schema");
+            assert!(docs.resolve(text).is_err());
+        }
+    }
+}
