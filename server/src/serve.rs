@@ -6,6 +6,7 @@ use axum::Router;
 use axum::extract::{ConnectInfo, MatchedPath, Request};
 use axum::middleware::{self, Next};
 use axum::response::Response;
+use function_common::respond::{self, PricePath};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -14,11 +15,11 @@ use verifier_core::clock::{Clock, SystemClock};
 use verifier_core::config::ServiceConfig;
 use verifier_core::errors::ApiError;
 use verifier_core::keys::KeySource;
+use verifier_core::payments::PaymentGate;
+use verifier_core::service::Services;
 use verifier_core::store::Store;
 use verifier_core::store::embedded::{Durability, EmbeddedStore};
 use verifier_core::{ClientAddr, Engine, EngineConfig};
-use verify_function::VerifyState;
-use verify_function::respond::{self, PricePath};
 
 /// Everything the local server is built from.
 pub struct LocalServer {
@@ -26,29 +27,45 @@ pub struct LocalServer {
     pub keys: Arc<dyn KeySource>,
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
+    pub payments: PaymentGate,
     pub schema_cache_entries: usize,
+}
+
+impl LocalServer {
+    /// The shared services of every router.
+    pub fn services(self) -> Arc<Services> {
+        let engine = Engine::new(EngineConfig {
+            public_url: self.config.public_url.clone(),
+            cache_capacity: self.schema_cache_entries,
+            ..EngineConfig::default()
+        });
+        Arc::new(Services {
+            config: self.config,
+            engine,
+            keys: self.keys,
+            store: self.store,
+            clock: self.clock,
+            payments: self.payments,
+        })
+    }
 }
 
 /// The merged router of every function.
 pub fn app(parts: LocalServer) -> Router {
-    let engine = Engine::new(EngineConfig {
-        public_url: parts.config.public_url.clone(),
-        list_cap: 50,
-        cache_capacity: parts.schema_cache_entries,
-        ..EngineConfig::default()
-    });
-    let config = Arc::new(parts.config.clone());
-    let verify = Arc::new(VerifyState {
-        engine,
-        keys: parts.keys,
-        store: parts.store,
-        config: parts.config,
-        clock: parts.clock,
-    });
+    router(parts.services())
+}
+
+/// Every function's router on one service, with the client address (the socket peer),
+/// request logging, CORS and the 404 fallback.
+pub fn router(services: Arc<Services>) -> Router {
+    let config = Arc::new(services.config.clone());
     Router::new()
-        .merge(verify_function::router(verify))
+        .merge(verify_function::router(services.clone()))
+        .merge(score_function::router(services.clone()))
+        .merge(discovery_function::router(services))
         .route_layer(middleware::from_fn(log_request))
         .fallback(move || not_found(config.clone()))
+        .layer(function_common::cors::layer())
         .layer(middleware::from_fn(client_address))
 }
 
@@ -168,6 +185,7 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
         keys: Arc::new(keys),
         store: Arc::new(store),
         clock: Arc::new(SystemClock),
+        payments: PaymentGate::new(None, opts.solana_fee_payer.clone()),
         schema_cache_entries: opts.schema_cache_entries,
     });
     tracing::info!(listen = %local, data_dir = %opts.data_dir.display(), key_version = %key_version, "verifier listening");

@@ -51,6 +51,7 @@ async fn start(free_per_day: u64, clock: Arc<dyn Clock>) -> Running {
         )),
         store: store.clone(),
         clock,
+        payments: verifier_core::payments::PaymentGate::new(None, None),
         schema_cache_entries: 64,
     });
     tokio::spawn(async move {

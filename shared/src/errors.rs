@@ -27,6 +27,9 @@ pub enum ApiError {
     /// 503: the store is briefly unavailable.
     #[error("store unavailable")]
     StoreUnavailable { retry_after: u64 },
+    /// 503: the payment facilitator could not be reached (nothing was charged).
+    #[error("facilitator unavailable")]
+    FacilitatorUnavailable { retry_after: u64 },
     /// 500: something broke on our side.
     #[error("internal error")]
     Internal,
@@ -76,6 +79,11 @@ pub const ERROR_CODES: &[(&str, u16, &str)] = &[
         "The store is briefly unavailable; retry after `retry_after` seconds.",
     ),
     (
+        "facilitator_unavailable",
+        503,
+        "The payment facilitator could not be reached; nothing was charged; retry after `retry_after` seconds.",
+    ),
+    (
         "internal_error",
         500,
         "An unexpected failure on our side; retry after `retry_after` seconds.",
@@ -92,6 +100,7 @@ impl ApiError {
             ApiError::NotFound => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::StoreUnavailable { .. } => "store_unavailable",
+            ApiError::FacilitatorUnavailable { .. } => "facilitator_unavailable",
             ApiError::Internal => "internal_error",
         }
     }
@@ -104,7 +113,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => 415,
             ApiError::NotFound => 404,
             ApiError::MethodNotAllowed => 405,
-            ApiError::StoreUnavailable { .. } => 503,
+            ApiError::StoreUnavailable { .. } | ApiError::FacilitatorUnavailable { .. } => 503,
             ApiError::Internal => 500,
         }
     }
@@ -112,7 +121,8 @@ impl ApiError {
     /// Seconds after which a retry may succeed, for retryable errors.
     pub fn retry_after(&self) -> Option<u64> {
         match self {
-            ApiError::StoreUnavailable { retry_after } => Some(*retry_after),
+            ApiError::StoreUnavailable { retry_after }
+            | ApiError::FacilitatorUnavailable { retry_after } => Some(*retry_after),
             ApiError::Internal => Some(1),
             _ => None,
         }
@@ -174,6 +184,13 @@ impl ApiError {
             ApiError::StoreUnavailable { retry_after } => (
                 format!(
                     "The store is briefly unavailable. {NOTHING_CHARGED}; retry after {retry_after} s."
+                ),
+                vec![json!({"action": "retry", "after_seconds": retry_after})],
+                vec![],
+            ),
+            ApiError::FacilitatorUnavailable { retry_after } => (
+                format!(
+                    "The payment facilitator could not be reached. {NOTHING_CHARGED}; retry after {retry_after} s with the same payment."
                 ),
                 vec![json!({"action": "retry", "after_seconds": retry_after})],
                 vec![],

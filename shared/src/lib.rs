@@ -5,7 +5,10 @@
 //! - [`report`]: the full and compact responses;
 //! - [`canonical`] and [`hashes`]: RFC 8785 and the four receipt hashes;
 //! - [`attest`] and [`keys`]: Ed25519 receipts and a verifier for buyers;
-//! - [`engine`]: the pipeline with its compiled-schema cache.
+//! - [`engine`]: the pipeline with its compiled-schema cache;
+//! - [`payments`]: x402 v2 offers, checks, facilitator and replay guard;
+//! - [`service`]: the calls (verify, score, reputation) whatever the transport;
+//! - [`routes`]: the one route table every router and document follows.
 
 pub mod attest;
 pub mod canonical;
@@ -21,8 +24,11 @@ pub mod path;
 pub mod payments;
 pub mod report;
 pub mod request;
+pub mod routes;
 pub mod schema_doc;
+pub mod service;
 pub mod store;
+pub mod trust;
 
 pub use engine::{Engine, EngineConfig, EngineError, Verification};
 pub use keys::{PublicKeyEntry, SigningIdentity};

@@ -32,6 +32,12 @@ pub enum Durability {
 const ALLOWANCE: TableDefinition<&str, u64> = TableDefinition::new("allowance");
 const AGENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("agents");
 const OUTCOMES: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("outcomes");
+/// Claimed payments: identity → unix second until which it is kept.
+const PAYMENTS: TableDefinition<&str, i64> = TableDefinition::new("payments");
+/// The same claims by expiry, for pruning.
+const PAYMENT_EXPIRY: TableDefinition<(i64, &str), ()> = TableDefinition::new("payment_expiry");
+/// Expired claims removed per write transaction.
+const PRUNE_PER_BATCH: usize = 64;
 
 /// Most requests applied in one write transaction.
 const MAX_BATCH: usize = 512;
@@ -54,6 +60,12 @@ enum Job {
     },
     Record {
         outcome: Outcome,
+        reply: oneshot::Sender<Result<FreeClaim, StoreError>>,
+    },
+    /// A payment claim; answered `Granted` when first, `Exhausted` when a replay.
+    Payment {
+        key: String,
+        keep_until: i64,
         reply: oneshot::Sender<Result<FreeClaim, StoreError>>,
     },
 }
@@ -87,6 +99,8 @@ impl EmbeddedStore {
             txn.open_table(ALLOWANCE).map_err(backend)?;
             txn.open_table(AGENTS).map_err(backend)?;
             txn.open_table(OUTCOMES).map_err(backend)?;
+            txn.open_table(PAYMENTS).map_err(backend)?;
+            txn.open_table(PAYMENT_EXPIRY).map_err(backend)?;
             txn.commit().map_err(backend)?;
         }
         let (tx, rx) = mpsc::channel();
@@ -177,9 +191,31 @@ fn flush(db: &Database) -> Result<(), String> {
     txn.commit().map_err(|e| e.to_string())
 }
 
+/// Drop a few claims whose keeping time has passed.
+fn prune_payments(
+    payments: &mut redb::Table<&str, i64>,
+    expiry: &mut redb::Table<(i64, &str), ()>,
+) -> Result<(), redb::StorageError> {
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let mut expired: Vec<(i64, String)> = Vec::new();
+    for item in expiry
+        .range((i64::MIN, "")..(now, ""))?
+        .take(PRUNE_PER_BATCH)
+    {
+        let (k, _) = item?;
+        let (at, key) = k.value();
+        expired.push((at, key.to_owned()));
+    }
+    for (at, key) in expired {
+        expiry.remove((at, key.as_str()))?;
+        payments.remove(key.as_str())?;
+    }
+    Ok(())
+}
+
 fn reply(job: Job, result: Result<FreeClaim, StoreError>) {
     let sender = match job {
-        Job::Claim { reply, .. } | Job::Record { reply, .. } => reply,
+        Job::Claim { reply, .. } | Job::Record { reply, .. } | Job::Payment { reply, .. } => reply,
     };
     let _ = sender.send(result);
 }
@@ -195,6 +231,9 @@ fn apply(db: &Database, batch: &[Job], durable: bool) -> Result<Vec<FreeClaim>, 
         let mut allowance = txn.open_table(ALLOWANCE).map_err(|e| e.to_string())?;
         let mut agents = txn.open_table(AGENTS).map_err(|e| e.to_string())?;
         let mut outcomes = txn.open_table(OUTCOMES).map_err(|e| e.to_string())?;
+        let mut payments = txn.open_table(PAYMENTS).map_err(|e| e.to_string())?;
+        let mut expiry = txn.open_table(PAYMENT_EXPIRY).map_err(|e| e.to_string())?;
+        prune_payments(&mut payments, &mut expiry).map_err(|e| e.to_string())?;
         for job in batch {
             let (outcome, claim) = match job {
                 Job::Claim {
@@ -217,6 +256,26 @@ fn apply(db: &Database, batch: &[Job], durable: bool) -> Result<Vec<FreeClaim>, 
                     (outcome.as_ref(), FreeClaim::Granted { used: used + 1 })
                 }
                 Job::Record { outcome, .. } => (Some(outcome), FreeClaim::Granted { used: 0 }),
+                Job::Payment {
+                    key, keep_until, ..
+                } => {
+                    let seen = payments
+                        .get(key.as_str())
+                        .map_err(|e| e.to_string())?
+                        .is_some();
+                    if seen {
+                        results.push(FreeClaim::Exhausted { used: 1 });
+                    } else {
+                        payments
+                            .insert(key.as_str(), *keep_until)
+                            .map_err(|e| e.to_string())?;
+                        expiry
+                            .insert((*keep_until, key.as_str()), ())
+                            .map_err(|e| e.to_string())?;
+                        results.push(FreeClaim::Granted { used: 1 });
+                    }
+                    continue;
+                }
             };
             if let Some(o) = outcome {
                 let mut stats: AgentStats = agents
@@ -283,6 +342,18 @@ impl Store for EmbeddedStore {
         self.submit(|reply| Job::Record { outcome, reply })
             .await
             .map(|_| ())
+    }
+
+    async fn claim_payment(&self, key: &str, keep_until: i64) -> Result<bool, StoreError> {
+        let key = key.to_owned();
+        let claim = self
+            .submit(|reply| Job::Payment {
+                key,
+                keep_until,
+                reply,
+            })
+            .await?;
+        Ok(matches!(claim, FreeClaim::Granted { .. }))
     }
 
     async fn history(&self, agent_id: &str, recent: usize) -> Result<AgentHistory, StoreError> {

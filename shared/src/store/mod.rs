@@ -1,5 +1,5 @@
-//! Storage ports: the free allowance and the per-agent history. Two adapters implement them:
-//! the embedded store (local server) and DynamoDB (production).
+//! Storage ports: the free allowance, the per-agent history and the payment replay guard. Two
+//! adapters implement them: the embedded store (local server) and DynamoDB (production).
 
 pub mod embedded;
 
@@ -75,4 +75,8 @@ pub trait Store: Send + Sync {
 
     /// An agent's history with up to `recent` newest outcomes.
     async fn history(&self, agent_id: &str, recent: usize) -> Result<AgentHistory, StoreError>;
+
+    /// Claim a payment's identity (network, payer and nonce or transaction) once, keeping it
+    /// until `keep_until` (unix seconds). `Ok(false)` when it was claimed before: a replay.
+    async fn claim_payment(&self, key: &str, keep_until: i64) -> Result<bool, StoreError>;
 }

@@ -1,0 +1,9 @@
+//! What every function's router shares: turning a [`Reply`](verifier_core::service::Reply)
+//! into an HTTP response, reading the client address and the payment header, and CORS.
+
+pub mod client;
+pub mod cors;
+pub mod respond;
+
+pub use client::client_address;
+pub use respond::{PricePath, payment_input, reply};

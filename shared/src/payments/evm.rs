@@ -1,0 +1,292 @@
+//! Local checks of an `exact` EVM payment (EIP-3009 `transferWithAuthorization`), done before
+//! the facilitator is asked: recipient, exact amount, validity window, and the EIP-712
+//! signature recovered to the payer with low `s` and `v` in {27, 28}, as USDC requires.
+
+use super::error::PaymentError;
+use super::types::{PaymentPayload, PaymentRequirements};
+use alloy_primitives::{Address, B256, Signature, U256};
+use alloy_sol_types::{Eip712Domain, SolStruct, sol};
+use serde::Deserialize;
+use std::str::FromStr;
+
+sol! {
+    /// EIP-3009's signed message.
+    struct TransferWithAuthorization {
+        address from;
+        address to;
+        uint256 value;
+        uint256 validAfter;
+        uint256 validBefore;
+        bytes32 nonce;
+    }
+}
+
+/// secp256k1's order divided by two: signatures with a larger `s` are malleable copies.
+const HALF_ORDER: U256 = U256::from_be_slice(&[
+    0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0x5d, 0x57, 0x6e, 0x73, 0x57, 0xa4, 0x50, 0x1d, 0xdf, 0xe9, 0x2f, 0x46, 0x68, 0x1b, 0x20, 0xa0,
+]);
+
+/// Seconds a payment must stay valid beyond now (block time), as the reference facilitators use.
+const VALIDITY_BUFFER: u64 = 6;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Authorization {
+    from: String,
+    to: String,
+    value: String,
+    valid_after: String,
+    valid_before: String,
+    nonce: String,
+}
+
+#[derive(Deserialize)]
+struct ExactEvmPayload {
+    signature: String,
+    authorization: Authorization,
+}
+
+/// What the local checks established.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedEvm {
+    /// The payer, lowercase hex with `0x`.
+    pub payer: String,
+    /// The authorization nonce, lowercase hex with `0x`.
+    pub nonce: String,
+    /// Unix seconds after which the authorization is worthless.
+    pub valid_before: u64,
+}
+
+fn uint(text: &str) -> Result<U256, PaymentError> {
+    U256::from_str_radix(text, 10).map_err(|_| PaymentError::PayloadInvalid)
+}
+
+/// The chain id of an `eip155:<id>` network.
+pub fn chain_id(network: &str) -> Option<u64> {
+    network.strip_prefix("eip155:")?.parse().ok()
+}
+
+/// The EIP-712 digest a payer signs for `auth` under the requirement's token domain.
+fn signing_hash(
+    req: &PaymentRequirements,
+    msg: &TransferWithAuthorization,
+) -> Result<B256, PaymentError> {
+    let text = |key: &str| {
+        req.extra
+            .get(key)
+            .and_then(|v| v.as_str())
+            .map(str::to_owned)
+            .ok_or(PaymentError::NoMatchingRequirements)
+    };
+    let chain = chain_id(&req.network).ok_or(PaymentError::NoMatchingRequirements)?;
+    let asset = Address::from_str(&req.asset).map_err(|_| PaymentError::NoMatchingRequirements)?;
+    let domain = Eip712Domain::new(
+        Some(text("name")?.into()),
+        Some(text("version")?.into()),
+        Some(U256::from(chain)),
+        Some(asset),
+        None,
+    );
+    Ok(msg.eip712_signing_hash(&domain))
+}
+
+/// Check an EVM `exact` payment against the requirement it matched, at unix time `now`.
+pub fn check(
+    payment: &PaymentPayload,
+    req: &PaymentRequirements,
+    now: u64,
+) -> Result<CheckedEvm, PaymentError> {
+    let payload: ExactEvmPayload = serde_json::from_value(payment.payload.clone())
+        .map_err(|_| PaymentError::PayloadInvalid)?;
+    let auth = &payload.authorization;
+    let from = Address::from_str(&auth.from).map_err(|_| PaymentError::PayloadInvalid)?;
+    let to = Address::from_str(&auth.to).map_err(|_| PaymentError::PayloadInvalid)?;
+    let pay_to =
+        Address::from_str(&req.pay_to).map_err(|_| PaymentError::NoMatchingRequirements)?;
+    if to != pay_to {
+        return Err(PaymentError::RecipientMismatch);
+    }
+    let value = uint(&auth.value)?;
+    if value != uint(&req.amount).map_err(|_| PaymentError::NoMatchingRequirements)? {
+        return Err(PaymentError::AmountMismatch);
+    }
+    let valid_after = uint(&auth.valid_after)?;
+    let valid_before = uint(&auth.valid_before)?;
+    if valid_before < U256::from(now.saturating_add(VALIDITY_BUFFER)) {
+        return Err(PaymentError::AuthorizationExpired);
+    }
+    if valid_after > U256::from(now) {
+        return Err(PaymentError::AuthorizationNotYetValid);
+    }
+    let nonce = B256::from_str(&auth.nonce).map_err(|_| PaymentError::PayloadInvalid)?;
+
+    let signature = alloy_primitives::hex::decode(&payload.signature)
+        .map_err(|_| PaymentError::InvalidSignature)?;
+    // Longer signatures are smart-wallet (EIP-1271 / ERC-6492) signatures: only the chain can
+    // check them, so the facilitator's simulation does.
+    if signature.len() == 65 {
+        if !matches!(signature[64], 27 | 28) {
+            return Err(PaymentError::InvalidSignature);
+        }
+        if U256::from_be_slice(&signature[32..64]) > HALF_ORDER {
+            return Err(PaymentError::InvalidSignature);
+        }
+        let msg = TransferWithAuthorization {
+            from,
+            to,
+            value,
+            validAfter: valid_after,
+            validBefore: valid_before,
+            nonce,
+        };
+        let digest = signing_hash(req, &msg)?;
+        let sig = Signature::try_from(signature.as_slice())
+            .map_err(|_| PaymentError::InvalidSignature)?;
+        let signer = sig
+            .recover_address_from_prehash(&digest)
+            .map_err(|_| PaymentError::InvalidSignature)?;
+        if signer != from {
+            return Err(PaymentError::InvalidSignature);
+        }
+    } else if signature.len() < 65 {
+        return Err(PaymentError::InvalidSignature);
+    }
+    Ok(CheckedEvm {
+        payer: format!("{from:#x}"),
+        nonce: format!("{nonce:#x}"),
+        valid_before: u64::try_from(valid_before).unwrap_or(u64::MAX),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The x402 notes' vector: made with the Python x402 client, key 0x59c6…690d.
+    fn vector() -> (PaymentPayload, PaymentRequirements) {
+        let req = PaymentRequirements {
+            scheme: "exact".into(),
+            network: "eip155:8453".into(),
+            amount: "20000".into(),
+            asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913".into(),
+            pay_to: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C".into(),
+            max_timeout_seconds: 60,
+            extra: json!({"name": "USD Coin", "version": "2"})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        };
+        let payment = PaymentPayload {
+            x402_version: 2,
+            resource: None,
+            accepted: req.clone(),
+            payload: json!({
+                "signature": "0xdfc1b3e934a375e92adadb61a0ca7fbff61512f04cb2a685d52ec8a51e1c0162513a67fb7ecc10d44563f6ce45d3d7fda26cf2af1dcd3244b5cc8b0564ef0b131b",
+                "authorization": {
+                    "from": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+                    "to": "0x209693Bc6afc0C5328bA36FaF03C514EF312287C",
+                    "value": "20000",
+                    "validAfter": "0",
+                    "validBefore": "1900000000",
+                    "nonce": "0x1111111111111111111111111111111111111111111111111111111111111111"
+                }
+            }),
+            extensions: None,
+        };
+        (payment, req)
+    }
+
+    #[test]
+    fn the_reference_vector_recovers_its_payer() {
+        let (payment, req) = vector();
+        let now = 1_800_000_000;
+        let checked = check(&payment, &req, now).expect("valid");
+        assert_eq!(checked.payer, "0x70997970c51812dc3a010c7d01b50e0d17dc79c8");
+        assert_eq!(checked.valid_before, 1_900_000_000);
+        let auth = TransferWithAuthorization {
+            from: Address::from_str("0x70997970C51812dc3A010C7d01b50e0d17dc79C8").expect("addr"),
+            to: Address::from_str(&req.pay_to).expect("addr"),
+            value: U256::from(20000u64),
+            validAfter: U256::ZERO,
+            validBefore: U256::from(1_900_000_000u64),
+            nonce: B256::repeat_byte(0x11),
+        };
+        assert_eq!(
+            format!("{:#x}", signing_hash(&req, &auth).expect("digest")),
+            "0xd007d95039bc4ce155b782727335cd90795a3bbe81d2b1ec3d7a1c67a0826db3"
+        );
+    }
+
+    #[test]
+    fn tampering_is_caught_locally() {
+        let (payment, req) = vector();
+        let now = 1_800_000_000;
+        let with = |path: &str, value: serde_json::Value| {
+            let mut p = payment.clone();
+            if let Some(slot) = p.payload.pointer_mut(path) {
+                *slot = value;
+            }
+            p
+        };
+        let cases = [
+            (
+                with("/authorization/value", json!("20001")),
+                PaymentError::AmountMismatch,
+            ),
+            (
+                with(
+                    "/authorization/to",
+                    json!("0x1111111111111111111111111111111111111111"),
+                ),
+                PaymentError::RecipientMismatch,
+            ),
+            (
+                with("/authorization/validBefore", json!("1800000003")),
+                PaymentError::AuthorizationExpired,
+            ),
+            (
+                with("/authorization/validAfter", json!("1800000100")),
+                PaymentError::AuthorizationNotYetValid,
+            ),
+            (
+                with(
+                    "/authorization/nonce",
+                    json!("0x2222222222222222222222222222222222222222222222222222222222222222"),
+                ),
+                PaymentError::InvalidSignature,
+            ),
+            (
+                with("/signature", json!("0x1234")),
+                PaymentError::InvalidSignature,
+            ),
+            (
+                with("/authorization", json!("nope")),
+                PaymentError::PayloadInvalid,
+            ),
+        ];
+        for (bad, expected) in cases {
+            assert_eq!(check(&bad, &req, now), Err(expected));
+        }
+        // The high-s twin of a valid signature (s' = n - s, v flipped) is refused.
+        let sig = alloy_primitives::hex::decode(
+            payment.payload["signature"].as_str().expect("signature"),
+        )
+        .expect("hex");
+        let n = U256::from_str_radix(
+            "fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141",
+            16,
+        )
+        .expect("order");
+        let s = U256::from_be_slice(&sig[32..64]);
+        let mut twin = sig.clone();
+        twin[32..64].copy_from_slice(&(n - s).to_be_bytes::<32>());
+        twin[64] = if sig[64] == 27 { 28 } else { 27 };
+        let bad = with(
+            "/signature",
+            json!(format!("0x{}", alloy_primitives::hex::encode(&twin))),
+        );
+        assert_eq!(check(&bad, &req, now), Err(PaymentError::InvalidSignature));
+    }
+}

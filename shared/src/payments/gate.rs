@@ -1,0 +1,312 @@
+//! The payment gate: decode a client's payment, match it to what was offered, check it
+//! locally, claim it once in the store (replay guard), have the facilitator verify it, and —
+//! after the work is done — settle it.
+
+use super::error::{PaymentError, sanitize_reason};
+use super::facilitator::{Facilitator, FacilitatorError};
+use super::offer;
+use super::types::{PaymentPayload, PaymentRequirements, SettlementResponse};
+use super::{evm, svm};
+use crate::config::{SOLANA_NETWORK, ServiceConfig};
+use crate::store::Store;
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
+use serde_json::Value;
+use std::sync::RwLock;
+
+/// How long a Solana payment's identity is kept: its blockhash expires within ~2 minutes.
+const SOLANA_REPLAY_SECONDS: i64 = 600;
+/// Kept this long past an EVM authorization's `validBefore`.
+const EVM_REPLAY_MARGIN: i64 = 3600;
+
+/// A payment as the transport carried it.
+#[derive(Debug, Clone)]
+pub enum PaymentInput {
+    /// No payment.
+    None,
+    /// REST: the `PAYMENT-SIGNATURE` (or legacy `X-PAYMENT`) header, base64 of JSON.
+    Header(String),
+    /// MCP: `params._meta["x402/payment"]`, a JSON object.
+    Object(Value),
+}
+
+impl PaymentInput {
+    /// Whether a payment was sent at all.
+    pub fn is_present(&self) -> bool {
+        !matches!(self, PaymentInput::None)
+    }
+
+    /// The PaymentPayload, decoded strictly (duplicate keys and the like are refused).
+    pub fn decode(&self) -> Result<PaymentPayload, PaymentError> {
+        let value = match self {
+            PaymentInput::None => return Err(PaymentError::HeaderInvalid),
+            PaymentInput::Header(text) => {
+                let text = text.trim();
+                let bytes = STANDARD
+                    .decode(text)
+                    .or_else(|_| STANDARD_NO_PAD.decode(text.trim_end_matches('=')))
+                    .map_err(|_| PaymentError::HeaderInvalid)?;
+                crate::json::parse_strict_value(&bytes).map_err(|_| PaymentError::HeaderInvalid)?
+            }
+            PaymentInput::Object(v) => v.clone(),
+        };
+        let version = value.get("x402Version").and_then(Value::as_u64);
+        if value.is_object() && version.is_some_and(|v| v != 2) {
+            return Err(PaymentError::UnsupportedVersion);
+        }
+        serde_json::from_value(value).map_err(|_| PaymentError::HeaderInvalid)
+    }
+}
+
+/// A payment that passed every check and the facilitator's `/verify`; not yet settled.
+#[derive(Debug, Clone)]
+pub struct Authorized {
+    pub payload: PaymentPayload,
+    pub requirements: PaymentRequirements,
+    /// The payer's address.
+    pub payer: String,
+}
+
+/// The facilitator and what was learnt from it.
+pub struct PaymentGate {
+    facilitator: Option<Facilitator>,
+    /// The Solana fee payer: configured, or read from the facilitator's `/supported`.
+    fee_payer: RwLock<Option<String>>,
+}
+
+/// Whether `accepted` is the offered requirement: the six core fields equal, and every
+/// offered `extra` member present with the same value (clients may add members).
+fn matches(offered: &PaymentRequirements, accepted: &PaymentRequirements) -> bool {
+    offered.scheme == accepted.scheme
+        && offered.network == accepted.network
+        && offered.amount == accepted.amount
+        && offered.asset == accepted.asset
+        && offered.pay_to == accepted.pay_to
+        && offered.max_timeout_seconds == accepted.max_timeout_seconds
+        && offered
+            .extra
+            .iter()
+            .all(|(k, v)| accepted.extra.get(k) == Some(v))
+}
+
+fn unavailable(e: FacilitatorError) -> PaymentError {
+    tracing::warn!(error = %e, "facilitator call failed");
+    PaymentError::FacilitatorUnavailable
+}
+
+impl PaymentGate {
+    /// A gate over a facilitator (none: payments are refused as not configured).
+    pub fn new(facilitator: Option<Facilitator>, fee_payer: Option<String>) -> Self {
+        PaymentGate {
+            facilitator,
+            fee_payer: RwLock::new(fee_payer),
+        }
+    }
+
+    /// Whether payments can be settled.
+    pub fn configured(&self) -> bool {
+        self.facilitator.is_some()
+    }
+
+    /// Learn the Solana fee payer from the facilitator's `/supported` unless one is known.
+    pub async fn refresh_supported(&self) {
+        if self.fee_payer().is_some() {
+            return;
+        }
+        let Some(f) = &self.facilitator else { return };
+        match f.supported().await {
+            Ok(supported) => {
+                let found = supported
+                    .kinds
+                    .iter()
+                    .filter(|k| k.network == SOLANA_NETWORK && k.scheme == "exact")
+                    .find_map(|k| k.extra.get("feePayer").and_then(Value::as_str))
+                    .map(str::to_owned);
+                if let (Some(fp), Ok(mut slot)) = (found, self.fee_payer.write()) {
+                    *slot = Some(fp);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot read the facilitator's /supported"),
+        }
+    }
+
+    /// The Solana fee payer, when known.
+    pub fn fee_payer(&self) -> Option<String> {
+        self.fee_payer.read().ok().and_then(|g| g.clone())
+    }
+
+    /// The payment options for a price.
+    pub fn accepts(&self, config: &ServiceConfig, amount_units: u64) -> Vec<PaymentRequirements> {
+        offer::accepts(config, self.fee_payer().as_deref(), amount_units)
+    }
+
+    /// Check a payment against the offered requirements and claim it; then ask the
+    /// facilitator. `now` is unix seconds.
+    pub async fn authorize(
+        &self,
+        store: &dyn Store,
+        input: &PaymentInput,
+        offered: &[PaymentRequirements],
+        now: i64,
+    ) -> Result<Authorized, PaymentError> {
+        let facilitator = self
+            .facilitator
+            .as_ref()
+            .ok_or(PaymentError::NotConfigured)?;
+        let payload = input.decode()?;
+        let requirements = offered
+            .iter()
+            .find(|o| matches(o, &payload.accepted))
+            .cloned()
+            .ok_or(PaymentError::NoMatchingRequirements)?;
+        let (payer, replay_key, keep_until) = if requirements.network.starts_with("eip155:") {
+            let checked = evm::check(&payload, &requirements, now.max(0) as u64)?;
+            let key = format!(
+                "{}#{}#{}",
+                requirements.network, checked.payer, checked.nonce
+            );
+            let until = i64::try_from(checked.valid_before)
+                .unwrap_or(i64::MAX / 2)
+                .saturating_add(EVM_REPLAY_MARGIN);
+            (checked.payer, key, until)
+        } else if requirements.network.starts_with("solana:") {
+            let checked = svm::check(&payload, &requirements)?;
+            let key = format!(
+                "{}#{}#{}",
+                requirements.network, checked.payer, checked.signature
+            );
+            (checked.payer, key, now + SOLANA_REPLAY_SECONDS)
+        } else {
+            return Err(PaymentError::NoMatchingRequirements);
+        };
+        let first = store
+            .claim_payment(&replay_key, keep_until)
+            .await
+            .map_err(|e| {
+                tracing::warn!(error = %e, "replay guard unavailable");
+                PaymentError::FacilitatorUnavailable
+            })?;
+        if !first {
+            return Err(PaymentError::Replayed);
+        }
+        let verdict = facilitator
+            .verify(&payload, &requirements)
+            .await
+            .map_err(unavailable)?;
+        if !verdict.is_valid {
+            let reason = verdict.invalid_reason.as_deref().unwrap_or("invalid");
+            return Err(PaymentError::Rejected(sanitize_reason(reason)));
+        }
+        Ok(Authorized {
+            payload,
+            requirements,
+            payer,
+        })
+    }
+
+    /// Settle an authorized payment. On failure the error and the failed settlement response
+    /// (for `PAYMENT-RESPONSE`) come back together.
+    pub async fn settle(
+        &self,
+        authorized: &Authorized,
+    ) -> Result<SettlementResponse, (PaymentError, SettlementResponse)> {
+        let failed = |reason: &str| SettlementResponse {
+            success: false,
+            error_reason: Some(reason.to_owned()),
+            error_message: None,
+            payer: Some(authorized.payer.clone()),
+            transaction: String::new(),
+            network: authorized.requirements.network.clone(),
+        };
+        let Some(facilitator) = &self.facilitator else {
+            return Err((PaymentError::NotConfigured, failed("not_configured")));
+        };
+        match facilitator
+            .settle(&authorized.payload, &authorized.requirements)
+            .await
+        {
+            Ok(s) if s.success => Ok(s),
+            Ok(s) => {
+                let reason = sanitize_reason(s.error_reason.as_deref().unwrap_or("failed"));
+                let response = SettlementResponse {
+                    success: false,
+                    error_reason: Some(reason.clone()),
+                    error_message: None,
+                    ..s
+                };
+                Err((PaymentError::SettlementFailed(reason), response))
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "settlement did not complete");
+                Err((
+                    PaymentError::SettlementFailed("unexpected_settle_error".into()),
+                    failed("unexpected_settle_error"),
+                ))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn offered() -> PaymentRequirements {
+        PaymentRequirements {
+            scheme: "exact".into(),
+            network: "eip155:8453".into(),
+            amount: "20000".into(),
+            asset: "0xA".into(),
+            pay_to: "0xB".into(),
+            max_timeout_seconds: 60,
+            extra: json!({"name": "USD Coin", "version": "2"})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        }
+    }
+
+    #[test]
+    fn accepted_matches_exactly_with_extra_as_a_superset() {
+        let o = offered();
+        let mut a = o.clone();
+        assert!(matches(&o, &a));
+        a.extra.insert("recentBlockhash".into(), "x".into());
+        assert!(matches(&o, &a));
+        a.amount = "19999".into();
+        assert!(!matches(&o, &a));
+        let mut b = o.clone();
+        b.extra.remove("version");
+        assert!(!matches(&o, &b));
+    }
+
+    #[test]
+    fn header_decoding_is_strict() {
+        let good = json!({"x402Version": 2, "accepted": offered(), "payload": {}});
+        let header = STANDARD.encode(good.to_string());
+        assert!(PaymentInput::Header(header.clone()).decode().is_ok());
+        assert!(
+            PaymentInput::Header(header.trim_end_matches('=').to_owned())
+                .decode()
+                .is_ok()
+        );
+        for bad in ["%%%", "bm90IGpzb24=", ""] {
+            assert_eq!(
+                PaymentInput::Header(bad.into()).decode(),
+                Err(PaymentError::HeaderInvalid)
+            );
+        }
+        let v1 = STANDARD
+            .encode(json!({"x402Version": 1, "accepted": offered(), "payload": {}}).to_string());
+        assert_eq!(
+            PaymentInput::Header(v1).decode(),
+            Err(PaymentError::UnsupportedVersion)
+        );
+        let dup = STANDARD.encode(r#"{"x402Version":2,"x402Version":2}"#);
+        assert_eq!(
+            PaymentInput::Header(dup).decode(),
+            Err(PaymentError::HeaderInvalid)
+        );
+    }
+}

@@ -1,0 +1,17 @@
+//! x402 v2 payments for the seller side: what is offered, the wire types, decoding a client's
+//! payment, local checks (EVM and Solana), the facilitator client, and the gate that ties them
+//! to the replay guard.
+
+pub mod auth;
+pub mod error;
+pub mod evm;
+pub mod facilitator;
+pub mod gate;
+pub mod offer;
+pub mod svm;
+pub mod types;
+
+pub use error::{PAYMENT_ERROR_CODES, PaymentError};
+pub use gate::{Authorized, PaymentGate, PaymentInput};
+pub use offer::{FreeTrialState, accepts, encode_header, free_trial, payment_required, resource};
+pub use types::{PaymentPayload, PaymentRequired, PaymentRequirements, SettlementResponse};

@@ -1,0 +1,110 @@
+//! The service's calls, whatever the transport: a verification (free allowance or paid), a
+//! score lookup (free `no_data` or paid), the reputation history. REST handlers and MCP tools
+//! both call these and only translate the [`Reply`].
+
+pub mod paid;
+pub mod score;
+pub mod verify;
+
+use crate::Engine;
+use crate::clock::Clock;
+use crate::config::ServiceConfig;
+use crate::errors::ApiError;
+use crate::keys::KeySource;
+use crate::payments::{PaymentError, PaymentGate, PaymentRequired, SettlementResponse};
+use crate::store::Store;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// Everything a call needs, built once at start-up (Lambda init or the local server).
+pub struct Services {
+    pub config: ServiceConfig,
+    /// The checks and the schema caches.
+    pub engine: Engine,
+    /// The active signing key and the public key ring.
+    pub keys: Arc<dyn KeySource>,
+    /// Allowance, history, replay guard.
+    pub store: Arc<dyn Store>,
+    /// Time (injectable for tests).
+    pub clock: Arc<dyn Clock>,
+    /// x402: offers, checks, facilitator.
+    pub payments: PaymentGate,
+}
+
+/// How an answered call was paid for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Billing {
+    /// From the free allowance: what is left of it.
+    Free {
+        remaining: u64,
+        limit: u64,
+        resets_at: String,
+    },
+    /// Paid and settled.
+    Paid(SettlementResponse),
+    /// A free route.
+    NotCharged,
+}
+
+/// A successful call: the response body and how it was paid.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub body: Vec<u8>,
+    pub billing: Billing,
+}
+
+/// A 402: what to pay, why the last payment (if any) failed, the caller's free allowance.
+#[derive(Debug, Clone)]
+pub struct PaymentDemand {
+    pub required: PaymentRequired,
+    /// The `free_trial` object (verification routes).
+    pub free_trial: Option<Value>,
+    /// Why the payment that was sent was refused.
+    pub error: Option<PaymentError>,
+    /// A failed settlement, for `PAYMENT-RESPONSE`.
+    pub settlement: Option<SettlementResponse>,
+}
+
+impl PaymentDemand {
+    /// The REST 402 body: the PaymentRequired members, then `free_trial` and `payment_error`.
+    pub fn body(&self) -> Value {
+        let mut body = serde_json::to_value(&self.required).unwrap_or_else(|_| json!({}));
+        if let Some(trial) = &self.free_trial {
+            body["free_trial"] = trial.clone();
+        }
+        if let Some(e) = &self.error {
+            body["payment_error"] = payment_error(e);
+        }
+        body["charged"] = false.into();
+        body
+    }
+}
+
+/// The `payment_error` object of a 402.
+pub fn payment_error(e: &PaymentError) -> Value {
+    let mut v = json!({
+        "code": e.code(),
+        "message": format!("{e}. Nothing was charged."),
+        "fix": e.fix(),
+        "retryable": e.retryable(),
+    });
+    if let Some(reason) = e.reason() {
+        v["reason"] = reason.into();
+    }
+    v
+}
+
+/// The outcome of a call.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    Answer(Answer),
+    PaymentRequired(Box<PaymentDemand>),
+    Error(ApiError),
+}
+
+/// What a payment buys, as PaymentRequired names it.
+#[derive(Debug, Clone)]
+pub struct Resource {
+    pub url: String,
+    pub description: &'static str,
+}

@@ -1,0 +1,101 @@
+//! The paid path shared by every priced call: authorize the payment, do the work, settle,
+//! record. No work is done before the payment is verified; no result is returned when
+//! settlement fails.
+
+use super::{Answer, Billing, PaymentDemand, Reply, Resource, Services};
+use crate::errors::ApiError;
+use crate::payments::{PaymentError, PaymentInput, payment_required, resource};
+use crate::store::Outcome;
+use serde_json::Value;
+use std::future::Future;
+use std::time::Duration;
+
+/// Attempts to record a paid call's outcome; the money has moved, so the answer is returned
+/// even if the store stays unavailable (and the failure is logged).
+const RECORD_ATTEMPTS: u32 = 5;
+
+/// A 402 for `amount`, with the reason a payment was refused and a failed settlement.
+pub fn demand(
+    s: &Services,
+    amount: u64,
+    res: &Resource,
+    error: Option<PaymentError>,
+    settlement: Option<crate::payments::SettlementResponse>,
+    free_trial: Option<Value>,
+) -> Reply {
+    let message = match &error {
+        None => "Payment required".to_owned(),
+        Some(e) => match e.reason() {
+            Some(reason) => format!("{}: {reason}", e.code()),
+            None => e.code().to_owned(),
+        },
+    };
+    Reply::PaymentRequired(Box::new(PaymentDemand {
+        required: payment_required(
+            resource(res.url.clone(), res.description),
+            s.payments.accepts(&s.config, amount),
+            &message,
+        ),
+        free_trial,
+        error,
+        settlement,
+    }))
+}
+
+/// Charge `amount` for `work`: its body is returned only after settlement succeeded, and its
+/// outcome (if any) is recorded for the agent's history.
+pub async fn charge<F, Fut>(
+    s: &Services,
+    input: &PaymentInput,
+    amount: u64,
+    res: &Resource,
+    free_trial: Option<Value>,
+    work: F,
+) -> Reply
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<(Vec<u8>, Option<Outcome>), ApiError>>,
+{
+    let offered = s.payments.accepts(&s.config, amount);
+    let now = s.clock.now().unix_timestamp();
+    let authorized = match s
+        .payments
+        .authorize(s.store.as_ref(), input, &offered, now)
+        .await
+    {
+        Ok(a) => a,
+        Err(PaymentError::FacilitatorUnavailable) => {
+            return Reply::Error(ApiError::FacilitatorUnavailable { retry_after: 2 });
+        }
+        Err(e) => return demand(s, amount, res, Some(e), None, free_trial),
+    };
+    let (body, outcome) = match work().await {
+        Ok(done) => done,
+        Err(e) => return Reply::Error(e),
+    };
+    match s.payments.settle(&authorized).await {
+        Ok(settlement) => {
+            if let Some(outcome) = outcome {
+                record(s, outcome).await;
+            }
+            Reply::Answer(Answer {
+                body,
+                billing: Billing::Paid(settlement),
+            })
+        }
+        Err((e, settlement)) => demand(s, amount, res, Some(e), Some(settlement), free_trial),
+    }
+}
+
+async fn record(s: &Services, outcome: Outcome) {
+    for attempt in 1..=RECORD_ATTEMPTS {
+        match s.store.record(outcome.clone()).await {
+            Ok(()) => return,
+            Err(e) if attempt == RECORD_ATTEMPTS => {
+                tracing::error!(error = %e, verification_id = %outcome.verification_id,
+                    "a paid verification's outcome could not be recorded");
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(50 << attempt)).await,
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! The trust score (`GET /score/{agent_id}`, MCP `get_verification_record`) and the free
+//! reputation history (`GET /reputation/{agent_id}`).
+
+use super::paid::{charge, demand};
+use super::verify::store_error as map_store_error;
+use super::{Answer, Billing, Reply, Resource, Services};
+use crate::attest::{TRUST_SCORE_CONTEXT, attest, with_attestation};
+use crate::engine::rfc3339_micros;
+use crate::errors::ApiError;
+use crate::payments::PaymentInput;
+use crate::report::VerifyBlock;
+use crate::request::{FieldProblem, MAX_ID_CHARS};
+use crate::store::AgentHistory;
+use crate::trust;
+use serde::Serialize;
+
+/// The description paid score lookups carry in PaymentRequired.
+pub const DESCRIPTION: &str = "Signed trust score of an agent from its verification history";
+/// Outcomes `/reputation` lists, newest first.
+pub const RECENT_OUTCOMES: usize = 20;
+
+/// How the score was computed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Method {
+    pub name: &'static str,
+    pub version: &'static str,
+    pub confidence: f64,
+    pub description: &'static str,
+}
+
+fn method() -> Method {
+    Method {
+        name: trust::METHOD,
+        version: trust::METHOD_VERSION,
+        confidence: trust::CONFIDENCE,
+        description: "lower bound of the 95% Wilson score interval of passes / (passes + fails); every free and paid verification counts; test- IDs never do",
+    }
+}
+
+/// A score answer without its attestation (what the signature covers).
+#[derive(Debug, Serialize)]
+pub struct ScoreResponse {
+    pub agent_id: String,
+    pub trust_score: Option<f64>,
+    pub sample_size: u64,
+    pub passes: u64,
+    pub fails: u64,
+    pub first_seen: Option<String>,
+    pub last_seen: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
+    pub method: Method,
+    pub computed_at: String,
+    pub verify: VerifyBlock,
+}
+
+/// One outcome in the history (no task content).
+#[derive(Debug, Serialize)]
+pub struct RecentOutcome {
+    pub verification_id: String,
+    pub result: String,
+    pub verified_at: String,
+}
+
+/// The free reputation history.
+#[derive(Debug, Serialize)]
+pub struct ReputationResponse {
+    pub agent_id: String,
+    pub passes: u64,
+    pub fails: u64,
+    pub total: u64,
+    pub first_seen: Option<String>,
+    pub last_seen: Option<String>,
+    /// Newest first, at most `recent_limit`.
+    pub recent: Vec<RecentOutcome>,
+    pub recent_limit: usize,
+    /// `test-` IDs are never recorded.
+    pub reserved_test_id: bool,
+}
+
+/// Check an agent ID from a path: 1 to 200 characters (after URL decoding).
+pub fn check_agent_id(agent_id: &str) -> Result<(), ApiError> {
+    let n = agent_id.chars().count();
+    if n == 0 || n > MAX_ID_CHARS {
+        return Err(ApiError::InvalidRequest(vec![FieldProblem::new(
+            "agent_id",
+            if n == 0 {
+                "is empty".to_owned()
+            } else {
+                format!("is longer than {MAX_ID_CHARS} characters")
+            },
+            format!(
+                "Send an agent ID of 1 to {MAX_ID_CHARS} characters (URL-encoded in the path)."
+            ),
+        )]));
+    }
+    Ok(())
+}
+
+fn is_test_id(agent_id: &str) -> bool {
+    agent_id.starts_with("test-")
+}
+
+/// Build and sign a score answer.
+fn signed_score(s: &Services, agent_id: &str, history: &AgentHistory) -> Result<Vec<u8>, ApiError> {
+    let signer = s.keys.current();
+    let computed_at = rfc3339_micros(s.clock.now());
+    let sample = history.passes + history.fails;
+    let score = trust::trust_score(history.passes, history.fails);
+    let response = ScoreResponse {
+        agent_id: agent_id.to_owned(),
+        trust_score: score,
+        sample_size: sample,
+        passes: history.passes,
+        fails: history.fails,
+        first_seen: history.first_seen.clone(),
+        last_seen: history.last_seen.clone(),
+        reason: score.is_none().then_some("no_data"),
+        method: method(),
+        computed_at: computed_at.clone(),
+        verify: VerifyBlock::new(&s.config.public_url, signer.key_version()),
+    };
+    let attestation = attest(TRUST_SCORE_CONTEXT, &response, &signer, &computed_at)
+        .map_err(|_| ApiError::Internal)?;
+    let body = serde_json::to_vec(&response).map_err(|_| ApiError::Internal)?;
+    with_attestation(body, &attestation).map_err(|_| ApiError::Internal)
+}
+
+/// Run a score lookup.
+pub async fn score(s: &Services, agent_id: &str, payment: &PaymentInput, res: Resource) -> Reply {
+    if let Err(e) = check_agent_id(agent_id) {
+        return Reply::Error(e);
+    }
+    let history = if is_test_id(agent_id) {
+        AgentHistory::default()
+    } else {
+        match s.store.history(agent_id, 0).await {
+            Ok(h) => h,
+            Err(e) => return Reply::Error(map_store_error(e)),
+        }
+    };
+    if history.passes + history.fails == 0 {
+        // No data: a free, signed answer, paid or not.
+        return match signed_score(s, agent_id, &history) {
+            Ok(body) => Reply::Answer(Answer {
+                body,
+                billing: Billing::NotCharged,
+            }),
+            Err(e) => Reply::Error(e),
+        };
+    }
+    let price = s.config.price_score_units;
+    if !payment.is_present() {
+        return demand(s, price, &res, None, None, None);
+    }
+    charge(s, payment, price, &res, None, || async {
+        Ok((signed_score(s, agent_id, &history)?, None))
+    })
+    .await
+}
+
+/// The free reputation history.
+pub async fn reputation(s: &Services, agent_id: &str) -> Result<Vec<u8>, ApiError> {
+    check_agent_id(agent_id)?;
+    let test = is_test_id(agent_id);
+    let history = if test {
+        AgentHistory::default()
+    } else {
+        s.store
+            .history(agent_id, RECENT_OUTCOMES)
+            .await
+            .map_err(map_store_error)?
+    };
+    let response = ReputationResponse {
+        agent_id: agent_id.to_owned(),
+        passes: history.passes,
+        fails: history.fails,
+        total: history.passes + history.fails,
+        first_seen: history.first_seen,
+        last_seen: history.last_seen,
+        recent: history
+            .recent
+            .into_iter()
+            .map(|o| RecentOutcome {
+                verification_id: o.verification_id,
+                result: o.result,
+                verified_at: o.verified_at,
+            })
+            .collect(),
+        recent_limit: RECENT_OUTCOMES,
+        reserved_test_id: test,
+    };
+    serde_json::to_vec(&response).map_err(|_| ApiError::Internal)
+}
