@@ -3,5 +3,6 @@
 
 pub mod cli;
 pub mod keyfile;
+pub mod listener;
 pub mod offline;
 pub mod serve;

@@ -189,12 +189,7 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
         schema_cache_entries: opts.schema_cache_entries,
     });
     tracing::info!(listen = %local, data_dir = %opts.data_dir.display(), key_version = %key_version, "verifier listening");
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown())
-    .await?;
+    crate::listener::serve(listener, app, shutdown()).await?;
     Ok(())
 }
 

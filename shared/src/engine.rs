@@ -2,14 +2,16 @@
 //! rules, content checks, report, signature, serialization.
 
 use crate::attest::{VERIFY_CONTEXT, attest, with_attestation};
+use crate::checks::schema::SchemaError;
 use crate::checks::schema::{CompiledSchema, SchemaOptions};
-use crate::checks::{Finding, bounds, content, rules};
+use crate::checks::{Findings, bounds, content, rules};
 use crate::hashes::receipt_hashes;
 use crate::keys::SigningIdentity;
 use crate::report::{Details, Ratio, Summary, VerifyBlock, VerifyResponse, next_actions};
 use crate::request::{Detail, FieldProblem, InvalidRequest, VerifyRequest};
 use crate::schema_doc::{SchemaDoc, SchemaDocs};
 use quick_cache::sync::Cache;
+use serde_json::Value;
 use std::sync::Arc;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -73,6 +75,33 @@ pub struct Engine {
     schema_options: SchemaOptions,
 }
 
+/// Most (rule or bound) × output-value pairs one verification may evaluate: each rule and
+/// bound walks the output, so their product bounds the work.
+pub const MAX_RULE_WORK: usize = 5_000_000;
+
+/// The number of JSON values in `v`, counting stops past `limit`.
+fn value_count(v: &Value, limit: usize) -> usize {
+    let mut stack = vec![v];
+    let mut n = 0;
+    while let Some(v) = stack.pop() {
+        n += 1;
+        if n > limit {
+            break;
+        }
+        match v {
+            Value::Array(items) => stack.extend(items.iter()),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+    n
+}
+
+/// A schema that cannot be used, as the caller's problem with `expected_schema`.
+fn schema_problem(e: &SchemaError) -> InvalidRequest {
+    InvalidRequest::one(FieldProblem::new("expected_schema", e.to_string(), e.fix()))
+}
+
 /// Format a time as RFC 3339 with microseconds and `+00:00`.
 pub fn rfc3339_micros(t: OffsetDateTime) -> String {
     let t = t.to_offset(time::UtcOffset::UTC);
@@ -119,10 +148,8 @@ impl Engine {
         if let Some(hit) = self.cache.get(&schema.digest) {
             return Ok(hit);
         }
-        let compiled =
-            CompiledSchema::compile(&schema.value, &self.schema_options).map_err(|e| {
-                InvalidRequest::one(FieldProblem::new("expected_schema", e.to_string(), e.fix()))
-            })?;
+        let compiled = CompiledSchema::compile(&schema.value, &self.schema_options)
+            .map_err(|e| schema_problem(&e))?;
         let compiled = Arc::new(compiled);
         self.cache.insert(schema.digest, compiled.clone());
         Ok(compiled)
@@ -140,8 +167,22 @@ impl Engine {
         let schema = self.compiled(&req.expected_schema)?;
         let output = &req.submitted_output;
 
-        let outcome = schema.check(output, req.strict_content_check);
-        let mut findings: Vec<Finding> = outcome.findings;
+        let mut findings = Findings::new(self.config.list_cap);
+        let outcome = schema
+            .check(output, req.strict_content_check, &mut findings)
+            .map_err(|e| schema_problem(&e))?;
+        let checks = req.rules.len() + req.bounds.len();
+        if checks > 0 && checks.saturating_mul(value_count(output, MAX_RULE_WORK)) > MAX_RULE_WORK {
+            return Err(EngineError::Invalid(InvalidRequest::one(
+                FieldProblem::new(
+                    "rules",
+                    format!(
+                        "with the bounds, would evaluate more than {MAX_RULE_WORK} (rule, value) pairs over this output"
+                    ),
+                    "Send fewer rules or bounds, or split the output across several requests.",
+                ),
+            )));
+        }
         let mut integrity_failed = 0;
         for bound in &req.bounds {
             if let Some(f) = bounds::check_bound(bound, output) {
@@ -160,31 +201,17 @@ impl Engine {
             let found = content::check_content(output, &outcome.blank_required);
             integrity_total += content::CHECK_COUNT;
             integrity_failed += found.len();
-            findings.extend(found);
+            for f in found {
+                findings.push(f);
+            }
         }
-        findings
-            .sort_by(|a, b| (&a.path, &a.check, &a.message).cmp(&(&b.path, &b.check, &b.message)));
-
-        let mut blocking_checks: Vec<String> = findings
-            .iter()
-            .filter(|f| f.blocking)
-            .map(|f| f.check.clone())
-            .collect();
-        blocking_checks.sort();
-        blocking_checks.dedup();
+        let findings = findings.finish();
+        let blocking_checks = findings.blocking_checks.clone();
         let passed = blocking_checks.is_empty();
         let result = if passed { "pass" } else { "fail" };
         let verified_at = rfc3339_micros(now);
         let verification_id = Uuid::new_v4().to_string();
-        let details = (req.detail == Detail::Full).then(|| {
-            Details::from_findings(
-                &findings,
-                self.config.list_cap,
-                Ratio::new(outcome.total - outcome.failed, outcome.total),
-                Ratio::new(integrity_total - integrity_failed, integrity_total),
-            )
-        });
-        let response = VerifyResponse {
+        let mut response = VerifyResponse {
             summary: Summary {
                 result,
                 blocking_checks,
@@ -202,9 +229,30 @@ impl Engine {
             verifier_version: VERIFIER_VERSION,
             enforce_rules: req.enforce_rules,
             strict_content_check: req.strict_content_check,
-            details,
+            errors: None,
+            errors_total: None,
+            errors_omitted: None,
+            errors_detail: None,
+            errors_detail_total: None,
+            errors_detail_omitted: None,
+            flags: None,
+            flags_total: None,
+            flags_omitted: None,
+            hints: None,
+            hints_total: None,
+            hints_omitted: None,
+            schema_compliance: None,
+            integrity_checks: None,
+            overall: None,
             verify: VerifyBlock::new(&self.config.public_url, key_version),
         };
+        if req.detail == Detail::Full {
+            response.set_details(Details::from_findings(
+                &findings,
+                Ratio::new(outcome.total - outcome.failed, outcome.total),
+                Ratio::new(integrity_total - integrity_failed, integrity_total),
+            ));
+        }
         Ok((response, passed))
     }
 

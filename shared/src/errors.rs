@@ -15,6 +15,9 @@ pub enum ApiError {
     /// 413: the body is over the hard limit.
     #[error("body too large")]
     BodyTooLarge { limit: usize },
+    /// 400: the body ended before its declared length (or a chunk was malformed).
+    #[error("body incomplete")]
+    IncompleteBody,
     /// 415: the body is declared as something other than JSON.
     #[error("unsupported media type")]
     UnsupportedMediaType,
@@ -63,6 +66,11 @@ pub const ERROR_CODES: &[(&str, u16, &str)] = &[
         "The body is over the hard size limit stated in the message.",
     ),
     (
+        "body_incomplete",
+        400,
+        "The connection ended before the body was complete (short Content-Length or broken chunking).",
+    ),
+    (
         "unsupported_media_type",
         415,
         "The body is declared as something other than application/json.",
@@ -96,6 +104,7 @@ impl ApiError {
         match self {
             ApiError::InvalidRequest(_) => "invalid_request",
             ApiError::BodyTooLarge { .. } => "body_too_large",
+            ApiError::IncompleteBody => "body_incomplete",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::NotFound => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",
@@ -110,6 +119,7 @@ impl ApiError {
         match self {
             ApiError::InvalidRequest(_) => 422,
             ApiError::BodyTooLarge { .. } => 413,
+            ApiError::IncompleteBody => 400,
             ApiError::UnsupportedMediaType => 415,
             ApiError::NotFound => 404,
             ApiError::MethodNotAllowed => 405,
@@ -156,6 +166,17 @@ impl ApiError {
                     "body",
                     format!("is larger than {limit} bytes"),
                     format!("Send at most {limit} bytes."),
+                )],
+            ),
+            ApiError::IncompleteBody => (
+                format!(
+                    "The body ended before it was complete. {NOTHING_CHARGED}; send the whole body again."
+                ),
+                vec![json!({"action": "resend_request"})],
+                vec![FieldProblem::new(
+                    "body",
+                    "ended before its declared length",
+                    "Send the complete body with a correct Content-Length (or valid chunked encoding).",
                 )],
             ),
             ApiError::UnsupportedMediaType => (

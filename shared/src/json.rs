@@ -15,6 +15,9 @@ pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// Deepest nesting of arrays and objects accepted in a request body (serde_json's limit).
 pub const MAX_DEPTH: usize = 128;
+/// Deepest nesting inside one field of the request (the body's own object and the parser's
+/// bookkeeping take the rest of [`MAX_DEPTH`]); the same for every field and transport.
+pub const MAX_FIELD_DEPTH: usize = 126;
 
 const DUPLICATE_KEY: &str = "strict: duplicate object key";
 const UNSAFE_INTEGER: &str = "strict: integer outside the safe range";
@@ -35,12 +38,59 @@ pub enum JsonError {
     /// A number that is not finite or out of the double range.
     #[error("a number is out of the IEEE-754 double range (line {line}, column {column})")]
     NonFinite { line: usize, column: usize },
-    /// Arrays and objects nested deeper than [`MAX_DEPTH`].
-    #[error("arrays and objects are nested deeper than {MAX_DEPTH} levels")]
+    /// Arrays and objects nested deeper than [`MAX_FIELD_DEPTH`] inside a field.
+    #[error("arrays and objects are nested deeper than {MAX_FIELD_DEPTH} levels")]
     TooDeep,
     /// The body ends early.
     #[error("the body ends before the JSON value is complete")]
     Truncated,
+}
+
+impl JsonError {
+    /// The same error located in an enclosing text, when this one was found parsing a piece
+    /// of it that starts at `origin` (1-based line and column).
+    pub fn shifted(self, origin: (usize, usize)) -> JsonError {
+        let at = |line: usize, column: usize| {
+            if line <= 1 {
+                (origin.0, origin.1 + column.saturating_sub(1))
+            } else {
+                (origin.0 + line - 1, column)
+            }
+        };
+        match self {
+            JsonError::Syntax { line, column } => {
+                let (line, column) = at(line, column);
+                JsonError::Syntax { line, column }
+            }
+            JsonError::DuplicateKey { line, column } => {
+                let (line, column) = at(line, column);
+                JsonError::DuplicateKey { line, column }
+            }
+            JsonError::UnsafeInteger { line, column } => {
+                let (line, column) = at(line, column);
+                JsonError::UnsafeInteger { line, column }
+            }
+            JsonError::NonFinite { line, column } => {
+                let (line, column) = at(line, column);
+                JsonError::NonFinite { line, column }
+            }
+            other => other,
+        }
+    }
+}
+
+/// The 1-based line and column where `piece` (a sub-slice of `text`) starts.
+pub fn origin_of(text: &[u8], piece: &[u8]) -> (usize, usize) {
+    let offset = (piece.as_ptr() as usize)
+        .saturating_sub(text.as_ptr() as usize)
+        .min(text.len());
+    let before = &text[..offset];
+    let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |p| p + 1);
+    (line, offset - line_start + 1)
 }
 
 /// The top-level field a parse error happened in, when it was one of `known` keys.
@@ -69,37 +119,50 @@ pub fn parse_strict_capturing<'de>(
     known_fields: &'static [&'static str],
     capture: Option<&'static str>,
 ) -> Result<(Value, Option<&'de str>), LocatedJsonError> {
-    let current = Cell::new(None);
     let captured = Cell::new(None);
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let seed = TopSeed {
         known: known_fields,
-        current: &current,
         capture,
         captured: &captured,
     };
-    SUSPECT.with(|f| f.set(false));
+    SUSPECT.with(|f| f.set(None));
+    FIELD.with(|f| f.set(None));
     let result = seed.deserialize(&mut de).and_then(|v| de.end().map(|_| v));
-    let value = result.map_err(|e| LocatedJsonError {
-        error: classify(&e),
-        field: current.get(),
+    let value = result.map_err(|e| {
+        let mut error = classify(&e);
+        // An integer literal beyond the double range overflows as "out of range": it is an
+        // unsafe integer, to be sent as a string, not a non-finite number.
+        if let JsonError::NonFinite { .. } = error
+            && let Some((line, column)) = find_unsafe_integer(bytes)
+            && (line, column) <= (e.line(), e.column())
+        {
+            error = JsonError::UnsafeInteger { line, column };
+        }
+        LocatedJsonError {
+            error,
+            field: FIELD.with(Cell::get),
+        }
     })?;
     // serde_json hands integers too big for i64/u64 to `visit_f64`; only the text tells them
     // from float spellings such as `1e20`, so look at the text when such a value was seen.
-    if SUSPECT.with(Cell::get)
+    if let Some(field) = SUSPECT.with(Cell::get)
         && let Some((line, column)) = find_unsafe_integer(bytes)
     {
         return Err(LocatedJsonError {
             error: JsonError::UnsafeInteger { line, column },
-            field: None,
+            field,
         });
     }
     Ok((value, captured.get().map(RawValue::get)))
 }
 
 thread_local! {
-    /// Set when the parse met an integral double of magnitude ≥ 2^53.
-    static SUSPECT: Cell<bool> = const { Cell::new(false) };
+    /// Set when the parse met an integral double of magnitude ≥ 2^53, with the known top-level
+    /// field being read then (`Some(None)`: outside any known field).
+    static SUSPECT: Cell<Option<Option<&'static str>>> = const { Cell::new(None) };
+    /// The known top-level field being read now.
+    static FIELD: Cell<Option<&'static str>> = const { Cell::new(None) };
 }
 
 /// The line and column of the first integer literal (no fraction, no exponent) whose
@@ -173,7 +236,6 @@ fn classify(e: &serde_json::Error) -> JsonError {
 
 struct TopSeed<'a, 'de> {
     known: &'static [&'static str],
-    current: &'a Cell<Option<&'static str>>,
     capture: Option<&'static str>,
     captured: &'a Cell<Option<&'de RawValue>>,
 }
@@ -224,8 +286,11 @@ impl<'de> Visitor<'de> for StrictVisitor<'_, 'de> {
         Ok(Value::Number(v.into()))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
-        if v.abs() >= MAX_SAFE_INTEGER as f64 && v.fract() == 0.0 {
-            SUSPECT.with(|f| f.set(true));
+        if v.abs() >= MAX_SAFE_INTEGER as f64
+            && v.fract() == 0.0
+            && SUSPECT.with(Cell::get).is_none()
+        {
+            SUSPECT.with(|f| f.set(Some(FIELD.with(Cell::get))));
         }
         Number::from_f64(v)
             .map(Value::Number)
@@ -254,8 +319,7 @@ impl<'de> Visitor<'de> for StrictVisitor<'_, 'de> {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             if let Some(top) = &self.top {
-                top.current
-                    .set(top.known.iter().find(|k| **k == key).copied());
+                FIELD.with(|f| f.set(top.known.iter().find(|k| **k == key).copied()));
             }
             if let Some(top) = &self.top
                 && top.capture == Some(key.as_str())
@@ -264,15 +328,15 @@ impl<'de> Visitor<'de> for StrictVisitor<'_, 'de> {
                     return Err(de::Error::custom(DUPLICATE_KEY));
                 }
                 top.captured.set(Some(map.next_value::<&'de RawValue>()?));
-                top.current.set(None);
+                FIELD.with(|f| f.set(None));
                 continue;
             }
             if out.contains_key(&key) {
                 return Err(de::Error::custom(DUPLICATE_KEY));
             }
             let value = map.next_value_seed(StrictSeed)?;
-            if let Some(top) = &self.top {
-                top.current.set(None);
+            if self.top.is_some() {
+                FIELD.with(|f| f.set(None));
             }
             out.insert(key, value);
         }

@@ -1,18 +1,18 @@
 //! The verification response of SERVICE.md §4, full and compact, in the contract's key order.
 
-use crate::checks::Finding;
+use crate::checks::FindingList;
 use serde::Serialize;
-use serde::ser::{SerializeStruct, Serializer};
+use utoipa::ToSchema;
 
 /// The `summary` block.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Summary {
     pub result: &'static str,
     pub blocking_checks: Vec<String>,
 }
 
 /// One `next_actions` entry.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct NextAction {
     pub action: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -42,7 +42,7 @@ pub fn next_actions(passed: bool) -> Vec<NextAction> {
 }
 
 /// `{ratio, passed, total}`.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, ToSchema)]
 pub struct Ratio {
     pub ratio: f64,
     pub passed: usize,
@@ -66,7 +66,7 @@ impl Ratio {
 }
 
 /// An `errors_detail` entry.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorDetail {
     pub check: String,
     pub path: String,
@@ -76,7 +76,7 @@ pub struct ErrorDetail {
 }
 
 /// A `flags` entry.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Flag {
     pub check: String,
     pub field: String,
@@ -85,7 +85,7 @@ pub struct Flag {
 }
 
 /// A `hints` entry.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Hint {
     pub source: &'static str,
     pub check: String,
@@ -95,7 +95,7 @@ pub struct Hint {
 }
 
 /// The `verify` block: how to check the receipt.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct VerifyBlock {
     pub public_key_url: String,
     pub key_version: String,
@@ -121,7 +121,7 @@ impl VerifyBlock {
 }
 
 /// The lists and ratios only the full response carries.
-#[derive(Debug, Serialize)]
+#[derive(Debug)]
 pub struct Details {
     pub errors: Vec<String>,
     pub errors_total: usize,
@@ -141,22 +141,12 @@ pub struct Details {
 }
 
 impl Details {
-    /// Build the lists from sorted findings, each capped at `cap` entries.
-    pub fn from_findings(
-        findings: &[Finding],
-        cap: usize,
-        schema: Ratio,
-        integrity: Ratio,
-    ) -> Self {
-        let blocking: Vec<&Finding> = findings.iter().filter(|f| f.blocking).collect();
-        let errors: Vec<String> = blocking
+    /// Build the lists from the collected findings (already capped and sorted).
+    pub fn from_findings(list: &FindingList, schema: Ratio, integrity: Ratio) -> Self {
+        let errors: Vec<String> = list.blocking.iter().map(|f| f.message.clone()).collect();
+        let errors_detail: Vec<ErrorDetail> = list
+            .blocking
             .iter()
-            .take(cap)
-            .map(|f| f.message.clone())
-            .collect();
-        let errors_detail: Vec<ErrorDetail> = blocking
-            .iter()
-            .take(cap)
             .map(|f| ErrorDetail {
                 check: f.check.clone(),
                 path: f.path.clone(),
@@ -165,9 +155,9 @@ impl Details {
                 message: f.message.clone(),
             })
             .collect();
-        let flags: Vec<Flag> = findings
+        let flags: Vec<Flag> = list
+            .all
             .iter()
-            .take(cap)
             .map(|f| Flag {
                 check: f.check.clone(),
                 field: f.field.clone(),
@@ -175,9 +165,9 @@ impl Details {
                 detail: f.detail.clone(),
             })
             .collect();
-        let hints: Vec<Hint> = findings
+        let hints: Vec<Hint> = list
+            .all
             .iter()
-            .take(cap)
             .map(|f| Hint {
                 source: f.source,
                 check: f.check.clone(),
@@ -186,8 +176,8 @@ impl Details {
                 found: f.found.clone(),
             })
             .collect();
-        let n = blocking.len();
-        let all = findings.len();
+        let n = list.blocking_total;
+        let all = list.total;
         Details {
             errors_total: n,
             errors_omitted: n - errors.len(),
@@ -211,72 +201,82 @@ impl Details {
     }
 }
 
-impl Details {
-    /// Write the fields into an enclosing object (they sit inline in the response).
-    fn serialize_fields<S: SerializeStruct>(&self, st: &mut S) -> Result<(), S::Error> {
-        st.serialize_field("errors", &self.errors)?;
-        st.serialize_field("errors_total", &self.errors_total)?;
-        st.serialize_field("errors_omitted", &self.errors_omitted)?;
-        st.serialize_field("errors_detail", &self.errors_detail)?;
-        st.serialize_field("errors_detail_total", &self.errors_detail_total)?;
-        st.serialize_field("errors_detail_omitted", &self.errors_detail_omitted)?;
-        st.serialize_field("flags", &self.flags)?;
-        st.serialize_field("flags_total", &self.flags_total)?;
-        st.serialize_field("flags_omitted", &self.flags_omitted)?;
-        st.serialize_field("hints", &self.hints)?;
-        st.serialize_field("hints_total", &self.hints_total)?;
-        st.serialize_field("hints_omitted", &self.hints_omitted)?;
-        st.serialize_field("schema_compliance", &self.schema_compliance)?;
-        st.serialize_field("integrity_checks", &self.integrity_checks)?;
-        st.serialize_field("overall", &self.overall)
-    }
-}
-
-/// The verification response without its attestation (what the signature covers).
-/// Serialized in the contract's key order, with the full-detail fields inline.
-#[derive(Debug)]
+/// The verification response without its attestation (what the signature covers), in the
+/// contract's key order. The lists and ratios are only in the full response.
+#[derive(Debug, Serialize, ToSchema)]
 pub struct VerifyResponse {
     pub summary: Summary,
     pub next_actions: Vec<NextAction>,
+    /// `pass` or `fail`.
     pub result: &'static str,
+    /// UUID v4.
     pub verification_id: String,
     pub task_id: String,
     pub agent_id: Option<String>,
+    /// SHA-256 of the RFC 8785 form of `submitted_output`.
     pub output_hash: String,
+    /// SHA-256 of the RFC 8785 form of `expected_schema`.
     pub schema_hash: String,
+    /// SHA-256 of the RFC 8785 form of `{"bounds": …, "rules": …}` as sent.
     pub rules_hash: String,
+    /// SHA-256 of the RFC 8785 form of the request with every default filled (full only).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub request_hash: Option<String>,
+    /// RFC 3339 with microseconds; equals `attestation.timestamp`.
     pub verified_at: String,
     pub verifier_version: &'static str,
     pub enforce_rules: bool,
     pub strict_content_check: bool,
-    pub details: Option<Details>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors_total: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors_omitted: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors_detail: Option<Vec<ErrorDetail>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors_detail_total: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors_detail_omitted: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flags: Option<Vec<Flag>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flags_total: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flags_omitted: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hints: Option<Vec<Hint>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hints_total: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hints_omitted: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema_compliance: Option<Ratio>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub integrity_checks: Option<Ratio>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overall: Option<Ratio>,
     pub verify: VerifyBlock,
 }
 
-impl Serialize for VerifyResponse {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut st = serializer.serialize_struct("VerifyResponse", 31)?;
-        st.serialize_field("summary", &self.summary)?;
-        st.serialize_field("next_actions", &self.next_actions)?;
-        st.serialize_field("result", self.result)?;
-        st.serialize_field("verification_id", &self.verification_id)?;
-        st.serialize_field("task_id", &self.task_id)?;
-        st.serialize_field("agent_id", &self.agent_id)?;
-        st.serialize_field("output_hash", &self.output_hash)?;
-        st.serialize_field("schema_hash", &self.schema_hash)?;
-        st.serialize_field("rules_hash", &self.rules_hash)?;
-        if let Some(hash) = &self.request_hash {
-            st.serialize_field("request_hash", hash)?;
-        }
-        st.serialize_field("verified_at", &self.verified_at)?;
-        st.serialize_field("verifier_version", self.verifier_version)?;
-        st.serialize_field("enforce_rules", &self.enforce_rules)?;
-        st.serialize_field("strict_content_check", &self.strict_content_check)?;
-        if let Some(details) = &self.details {
-            details.serialize_fields(&mut st)?;
-        }
-        st.serialize_field("verify", &self.verify)?;
-        st.end()
+impl VerifyResponse {
+    /// Put the full-detail lists and ratios in place.
+    pub fn set_details(&mut self, d: Details) {
+        self.errors = Some(d.errors);
+        self.errors_total = Some(d.errors_total);
+        self.errors_omitted = Some(d.errors_omitted);
+        self.errors_detail = Some(d.errors_detail);
+        self.errors_detail_total = Some(d.errors_detail_total);
+        self.errors_detail_omitted = Some(d.errors_detail_omitted);
+        self.flags = Some(d.flags);
+        self.flags_total = Some(d.flags_total);
+        self.flags_omitted = Some(d.flags_omitted);
+        self.hints = Some(d.hints);
+        self.hints_total = Some(d.hints_total);
+        self.hints_omitted = Some(d.hints_omitted);
+        self.schema_compliance = Some(d.schema_compliance);
+        self.integrity_checks = Some(d.integrity_checks);
+        self.overall = Some(d.overall);
     }
 }

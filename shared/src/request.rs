@@ -1,7 +1,7 @@
 //! The verification request (SERVICE.md §3): strict parsing and validation that reports every
 //! problem at once as `{field, problem, fix}`, never echoing the caller's values.
 
-use crate::json::{self, JsonError, MAX_DEPTH};
+use crate::json::{self, JsonError, MAX_FIELD_DEPTH};
 use crate::path::FieldPath;
 use crate::schema_doc::{SchemaDoc, SchemaDocs};
 use serde::Serialize;
@@ -202,9 +202,12 @@ impl VerifyRequest {
                 let field = e.field.unwrap_or("body");
                 InvalidRequest::one(json_problem(field, e.error))
             })?;
-        let schema = schema_text.map(|text| match schemas {
-            Some(cache) => cache.resolve(text),
-            None => SchemaDoc::from_text(text).map(Arc::new),
+        let schema = schema_text.map(|text| {
+            let origin = json::origin_of(body, text.as_bytes());
+            match schemas {
+                Some(cache) => cache.resolve(text, origin),
+                None => SchemaDoc::from_text(text, origin).map(Arc::new),
+            }
         });
         // The parser bounds the body's depth already.
         Self::validate(value, Some(schema), false)
@@ -269,7 +272,7 @@ impl VerifyRequest {
                 Value::Null
             }
         };
-        if check_output_depth && depth_exceeds(&submitted_output, MAX_DEPTH) {
+        if check_output_depth && depth_exceeds(&submitted_output, MAX_FIELD_DEPTH) {
             problems.push(json_problem("submitted_output", JsonError::TooDeep));
         }
         let strict_content_check = bool_field(
@@ -449,7 +452,7 @@ pub(crate) fn json_problem(field: &str, error: JsonError) -> FieldProblem {
             "Send numbers within the IEEE-754 double range; NaN, Infinity and overflowing numbers cannot be canonicalized."
         }
         JsonError::TooDeep => {
-            "Flatten the document: arrays and objects may nest at most 128 levels."
+            "Flatten the document: arrays and objects may nest at most 126 levels inside a field."
         }
     };
     FieldProblem::new(field, error.to_string(), fix)

@@ -8,7 +8,7 @@
 //! collision can never substitute one schema for another.
 
 use crate::canonical::{sha256, value_to_jcs};
-use crate::json::{self, JsonError, MAX_DEPTH};
+use crate::json::{self, JsonError, MAX_FIELD_DEPTH};
 use crate::request::{FieldProblem, depth_exceeds, json_problem};
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
@@ -31,7 +31,7 @@ pub struct SchemaDoc {
 const FIX_TYPE: &str = "Send a JSON Schema object, e.g. {\"type\": \"object\"}.";
 
 impl SchemaDoc {
-    /// Check that `value` is a schema (an object or a boolean, nested at most [`MAX_DEPTH`]
+    /// Check that `value` is a schema (an object or a boolean, nested at most [`MAX_FIELD_DEPTH`]
     /// levels) and canonicalize it.
     pub fn from_value(value: Value) -> Result<Self, FieldProblem> {
         if !matches!(value, Value::Object(_) | Value::Bool(_)) {
@@ -41,7 +41,7 @@ impl SchemaDoc {
                 FIX_TYPE,
             ));
         }
-        if depth_exceeds(&value, MAX_DEPTH) {
+        if depth_exceeds(&value, MAX_FIELD_DEPTH) {
             return Err(json_problem("expected_schema", JsonError::TooDeep));
         }
         let canonical = value_to_jcs(&value);
@@ -54,10 +54,11 @@ impl SchemaDoc {
         })
     }
 
-    /// Parse the schema's request text strictly (duplicate keys, number range, depth).
-    pub fn from_text(text: &str) -> Result<Self, FieldProblem> {
+    /// Parse the schema's request text strictly (duplicate keys, number range, depth);
+    /// `origin` is where the text starts in the body, so problems name body positions.
+    pub fn from_text(text: &str, origin: (usize, usize)) -> Result<Self, FieldProblem> {
         let value = json::parse_strict_value(text.as_bytes())
-            .map_err(|e| json_problem("expected_schema", e))?;
+            .map_err(|e| json_problem("expected_schema", e.shifted(origin)))?;
         Self::from_value(value)
     }
 }
@@ -88,11 +89,15 @@ impl SchemaDocs {
 
     /// The schema for a request text: from the cache when this exact text was seen, else
     /// parsed, checked and remembered.
-    pub fn resolve(&self, text: &str) -> Result<Arc<SchemaDoc>, FieldProblem> {
+    pub fn resolve(
+        &self,
+        text: &str,
+        origin: (usize, usize),
+    ) -> Result<Arc<SchemaDoc>, FieldProblem> {
         if let Some(doc) = self.cache.get(text) {
             return Ok(doc);
         }
-        let doc = Arc::new(SchemaDoc::from_text(text)?);
+        let doc = Arc::new(SchemaDoc::from_text(text, origin)?);
         self.cache.insert(text.into(), doc.clone());
         Ok(doc)
     }
@@ -105,11 +110,15 @@ mod tests {
     #[test]
     fn identical_text_is_served_from_the_cache() {
         let docs = SchemaDocs::new(1 << 20);
-        let a = docs.resolve(r#"{"type": "object"}"#).expect("valid");
-        let b = docs.resolve(r#"{"type": "object"}"#).expect("valid");
+        let a = docs
+            .resolve(r#"{"type": "object"}"#, (1, 1))
+            .expect("valid");
+        let b = docs
+            .resolve(r#"{"type": "object"}"#, (1, 1))
+            .expect("valid");
         assert!(Arc::ptr_eq(&a, &b));
         // Another spelling of the same schema: a new entry with the same canonical hash.
-        let c = docs.resolve(r#"{"type":"object"}"#).expect("valid");
+        let c = docs.resolve(r#"{"type":"object"}"#, (1, 1)).expect("valid");
         assert!(!Arc::ptr_eq(&a, &c));
         assert_eq!(a.hash, c.hash);
         assert_eq!(a.canonical, br#"{"type":"object"}"#);
@@ -119,9 +128,9 @@ mod tests {
     fn invalid_texts_are_refused_and_not_cached() {
         let docs = SchemaDocs::new(1 << 20);
         for text in [r#"{"a": 1, "a": 2}"#, "[1]", "9007199254740993", "{"] {
-            let problem = docs.resolve(text).expect_err(text);
+            let problem = docs.resolve(text, (1, 1)).expect_err(text);
             assert_eq!(problem.field, "expected_schema");
-            assert!(docs.resolve(text).is_err());
+            assert!(docs.resolve(text, (1, 1)).is_err());
         }
     }
 }

@@ -208,7 +208,7 @@ fn deep_nesting_is_refused_clearly_without_exhausting_the_stack() {
                 assert_eq!(problems[0].field, field, "depth {depth} {open}");
                 assert_eq!(
                     problems[0].problem,
-                    "arrays and objects are nested deeper than 128 levels"
+                    "arrays and objects are nested deeper than 126 levels"
                 );
             }
         }
@@ -235,7 +235,7 @@ fn deep_nesting_on_a_small_stack_thread() {
         .expect_err("refused");
     assert_eq!(
         problems[0].problem,
-        "arrays and objects are nested deeper than 128 levels"
+        "arrays and objects are nested deeper than 126 levels"
     );
 }
 

@@ -126,3 +126,10 @@ pub fn payment_input(headers: &HeaderMap) -> PaymentInput {
             PaymentInput::Header(String::from_utf8_lossy(v.as_bytes()).into_owned())
         })
 }
+
+/// The fallback of a route asked with the wrong method: 405 in the common error shape.
+pub async fn method_not_allowed(
+    axum::extract::State(s): axum::extract::State<std::sync::Arc<verifier_core::service::Services>>,
+) -> Response {
+    error(&ApiError::MethodNotAllowed, &s.config)
+}

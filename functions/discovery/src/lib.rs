@@ -5,12 +5,16 @@ mod health;
 
 use axum::Router;
 use axum::routing::get;
+use function_common::respond;
 use std::sync::Arc;
 use verifier_core::service::Services;
 
 /// The function's router.
 pub fn router(services: Arc<Services>) -> Router {
     Router::new()
-        .route("/health", get(health::health))
+        .route(
+            "/health",
+            get(health::health).fallback(respond::method_not_allowed),
+        )
         .with_state(services)
 }

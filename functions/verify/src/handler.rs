@@ -26,6 +26,9 @@ pub async fn method_not_allowed(State(s): State<Arc<Services>>) -> Response {
     respond::error(&ApiError::MethodNotAllowed, &s.config)
 }
 
+/// A body must arrive within this time (slow or stalled uploads are cut off).
+const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 fn is_json(headers: &HeaderMap) -> bool {
     match headers
         .get(header::CONTENT_TYPE)
@@ -61,8 +64,22 @@ async fn handle(State(s): State<Arc<Services>>, req: Request, path: &'static str
     if declared.is_some_and(|n| n > limit) {
         return respond::error(&ApiError::BodyTooLarge { limit }, config);
     }
-    let Ok(bytes) = to_bytes(body, limit).await else {
-        return respond::error(&ApiError::BodyTooLarge { limit }, config);
+    let read = tokio::time::timeout(BODY_READ_TIMEOUT, to_bytes(body, limit)).await;
+    let bytes = match read {
+        Ok(Ok(bytes)) => bytes,
+        Err(_) => return respond::error(&ApiError::IncompleteBody, config),
+        Ok(Err(e)) => {
+            let too_large = e
+                .into_inner()
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some();
+            let error = if too_large {
+                ApiError::BodyTooLarge { limit }
+            } else {
+                ApiError::IncompleteBody
+            };
+            return respond::error(&error, config);
+        }
     };
     let resource = Resource {
         url: config.url(path),

@@ -78,6 +78,11 @@ impl SchemaIndex {
         }
     }
 
+    /// The draft the schema is read as.
+    pub fn draft(&self) -> Draft {
+        self.draft
+    }
+
     pub(crate) fn resolve<'s>(&self, root: &'s Value, reference: &str) -> Option<&'s Value> {
         let (base, fragment) = match reference.split_once('#') {
             Some((b, f)) => (b, f),

@@ -1,11 +1,11 @@
 //! The five business-rule types over the path language. One check per rule.
 
 use super::numbers::{PySum, py_number};
-use super::{Finding, Severity, describe_value, json_eq};
+use super::{Finding, Severity, describe_value};
 use crate::path::{FieldPath, Location};
 use crate::request::{Operand, Rule, RuleType};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Run one rule; `None` when it holds.
 pub fn check_rule(rule: &Rule, output: &Value, enforce: bool) -> Option<Finding> {
@@ -209,10 +209,16 @@ fn exists_in(rule: &Rule, output: &Value) -> Option<Violation> {
         }
         _ => return None,
     };
+    // Equal canonical bytes mean equal JSON values (numbers compared by value: 1 and 1.0 are
+    // the same), so a hash set answers membership in constant time.
+    let allowed: HashSet<Vec<u8>> = allowed
+        .iter()
+        .map(|a| crate::canonical::value_to_jcs(a))
+        .collect();
     let absent: Vec<_> = resolved
         .found
         .iter()
-        .filter(|(_, v)| !allowed.iter().any(|a| json_eq(a, v)))
+        .filter(|(_, v)| !allowed.contains(&crate::canonical::value_to_jcs(v)))
         .collect();
     let (at, value) = absent.first()?;
     let more = if absent.len() > 1 {

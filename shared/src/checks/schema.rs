@@ -1,13 +1,15 @@
 //! Compiling the caller's JSON Schema (offline, linear-time regexes, draft chosen by `$schema`)
 //! and turning validation errors into report findings.
 
+use super::cost::{MAX_APPLICATIONS, applications};
 use super::count::{SchemaIndex, count_checks, expanded_size};
-use super::{Finding, Severity, describe_value};
+use super::{Finding, Findings, Severity, describe_value};
 use crate::path::Location;
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::{Draft, PatternOptions, Retrieve, ValidationError, Validator};
 use serde_json::Value;
 use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 /// A compiled schema, shared through the cache.
@@ -30,9 +32,14 @@ pub enum SchemaError {
     /// A `$ref` that cannot be resolved inside the schema.
     #[error("has a $ref that does not resolve inside the schema")]
     UnresolvableRef,
-    /// A `pattern` the linear-time regex engine cannot compile.
+    /// A `pattern` with lookaround or backreferences, which the linear-time engine refuses.
     #[error(
-        "has a pattern the linear-time regex engine cannot compile (lookaround and backreferences are not supported)"
+        "has a pattern with lookaround or backreferences, which the linear-time regex engine does not support"
+    )]
+    UnsupportedPattern,
+    /// A `pattern` that does not compile: bad syntax, or a repetition too large.
+    #[error(
+        "has a pattern that is not a valid regular expression, or whose repetitions are too large to compile"
     )]
     BadPattern,
     /// Following every `$ref` expands the schema past [`MAX_EXPANDED_SUBSCHEMAS`].
@@ -40,6 +47,12 @@ pub enum SchemaError {
         "is too complex: following its $refs expands it to more than {MAX_EXPANDED_SUBSCHEMAS} subschemas"
     )]
     TooComplex,
+    /// Validating this output would apply more than [`MAX_APPLICATIONS`] subschemas (recursive
+    /// references inside anyOf/oneOf grow exponentially with the output's depth).
+    #[error(
+        "is too complex for this output: validating it would apply more than {MAX_APPLICATIONS} subschemas"
+    )]
+    TooComplexForOutput,
     /// The schema breaks its draft's meta-schema.
     #[error("is not a valid JSON Schema for its draft ({0})")]
     Invalid(String),
@@ -58,9 +71,17 @@ impl SchemaError {
             SchemaError::UnresolvableRef => {
                 "Point every $ref at a location inside the schema, such as '#/$defs/...'."
             }
-            SchemaError::BadPattern => "Rewrite the pattern without lookaround or backreferences.",
+            SchemaError::UnsupportedPattern => {
+                "Rewrite the pattern without lookaround ((?=, (?!, (?<=, (?<!) or backreferences (\\1, \\k<name>)."
+            }
+            SchemaError::BadPattern => {
+                "Check the pattern's syntax (ECMA-262 regular expressions) and keep repetition counts small (e.g. {1,1000})."
+            }
             SchemaError::TooComplex => {
                 "Reference shared subschemas fewer times (each repeated $ref multiplies the work), or split the check into several requests."
+            }
+            SchemaError::TooComplexForOutput => {
+                "Avoid recursive $refs inside anyOf/oneOf (each level multiplies the work), or verify a smaller output."
             }
             SchemaError::Invalid(_) => {
                 "Fix the schema so it validates against its draft's meta-schema."
@@ -85,14 +106,12 @@ pub struct SchemaOptions {
     pub validate_formats: Option<bool>,
 }
 
-/// Schema findings of one validation.
+/// What one validation counted (its findings go to the caller's collector).
 pub struct SchemaOutcome {
     /// How many assertion checks applied.
     pub total: usize,
     /// How many of them failed.
     pub failed: usize,
-    /// One finding per validation error, sorted by location.
-    pub findings: Vec<Finding>,
     /// Locations of required string properties that are blank (used by content checks).
     pub blank_required: Vec<Location>,
 }
@@ -146,33 +165,33 @@ impl CompiledSchema {
         self.validator.is_valid(instance)
     }
 
-    /// Validate an instance: count the checks, collect every error as a finding.
-    pub fn check(&self, instance: &Value, want_blank_required: bool) -> SchemaOutcome {
+    /// Validate an instance: count the checks and add every error to `findings`. The work is
+    /// bounded first ([`MAX_APPLICATIONS`]), and errors are streamed, never all held at once.
+    pub fn check(
+        &self,
+        instance: &Value,
+        want_blank_required: bool,
+        findings: &mut Findings,
+    ) -> Result<SchemaOutcome, SchemaError> {
+        applications(&self.schema, &self.index, instance, MAX_APPLICATIONS)
+            .map_err(|_| SchemaError::TooComplexForOutput)?;
         let counted = count_checks(&self.schema, &self.index, instance, want_blank_required);
-        let mut findings = Vec::new();
-        let mut failed_keys = HashSet::new();
+        let mut failed_keys: HashSet<u64> = HashSet::new();
         if !self.validator.is_valid(instance) {
-            let mut errors: Vec<ValidationError<'_>> =
-                self.validator.iter_errors(instance).collect();
-            errors.sort_by(|a, b| {
-                (a.instance_path().as_str(), a.schema_path().as_str())
-                    .cmp(&(b.instance_path().as_str(), b.schema_path().as_str()))
-            });
-            for error in &errors {
-                failed_keys.insert((
-                    error.instance_path().as_str().to_owned(),
-                    collapse(error.evaluation_path().as_str()),
-                ));
-                findings.push(finding_of(error, instance));
+            for error in self.validator.iter_errors(instance) {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                error.instance_path().as_str().hash(&mut h);
+                collapse(error.evaluation_path().as_str()).hash(&mut h);
+                failed_keys.insert(h.finish());
+                findings.push(finding_of(&error, instance));
             }
         }
         let failed = failed_keys.len();
-        SchemaOutcome {
+        Ok(SchemaOutcome {
             total: counted.checks.max(failed),
             failed,
-            findings,
             blank_required: counted.blank_required,
-        }
+        })
     }
 }
 
@@ -229,14 +248,14 @@ fn classify_build_error(e: &ValidationError<'_>) -> SchemaError {
                 SchemaError::UnresolvableRef
             }
         }
-        ValidationErrorKind::Format { format } if format == "regex" => SchemaError::BadPattern,
+        ValidationErrorKind::Format { format } if format == "regex" => pattern_error(e),
         kind => {
             // Name the keyword of the meta-schema that failed and where, as a keyword name
             // from the meta-schema only (never the schema's own values or property names).
             let path = e.instance_path().as_str();
             let last = path.rsplit('/').next().unwrap_or("");
             if last == "pattern" || path.contains("/patternProperties") {
-                return SchemaError::BadPattern;
+                return pattern_error(e);
             }
             let keyword = if is_schema_keyword(last) {
                 format!("the '{last}' keyword")
@@ -248,6 +267,33 @@ fn classify_build_error(e: &ValidationError<'_>) -> SchemaError {
                 kind.keyword()
             ))
         }
+    }
+}
+
+/// Tell unsupported regex features from plain syntax errors by looking at the pattern (or, for
+/// `patternProperties`, the property name that is the pattern); never quoted back.
+fn pattern_error(e: &ValidationError<'_>) -> SchemaError {
+    let text = match e.instance().as_ref() {
+        Value::String(s) => s.clone(),
+        _ => e
+            .instance_path()
+            .as_str()
+            .rsplit('/')
+            .next()
+            .unwrap_or("")
+            .to_owned(),
+    };
+    let lookaround = ["(?=", "(?!", "(?<=", "(?<!"]
+        .iter()
+        .any(|t| text.contains(t));
+    let bytes = text.as_bytes();
+    let backreference = bytes
+        .windows(2)
+        .any(|w| w[0] == b'\\' && (w[1].is_ascii_digit() && w[1] != b'0' || w[1] == b'k'));
+    if lookaround || backreference {
+        SchemaError::UnsupportedPattern
+    } else {
+        SchemaError::BadPattern
     }
 }
 

@@ -13,6 +13,22 @@ use crate::store::{FreeClaim, Outcome, StoreError};
 pub const DESCRIPTION: &str =
     "Verify an AI agent's JSON output against a JSON Schema and business rules; signed receipt";
 
+/// Requests larger than this run off the async workers (`block_in_place`), so one heavy
+/// verification cannot delay every other request.
+const HEAVY_BODY_BYTES: usize = 16 * 1024;
+
+/// Run CPU-heavy work without stalling the async runtime's other tasks.
+fn run_heavy<T>(heavy: bool, work: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let multi =
+        Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
+    if heavy && multi {
+        tokio::task::block_in_place(work)
+    } else {
+        work()
+    }
+}
+
 /// A verification call as a transport received it.
 pub struct VerifyCall<'a> {
     /// The caller's address (the allowance is per address).
@@ -88,7 +104,10 @@ pub async fn verify(s: &Services, call: VerifyCall<'_>) -> Reply {
             Some(trial(used)),
             || async {
                 let signer = s.keys.current();
-                let v = s.engine.verify(req, &signer, now).map_err(engine_error)?;
+                let v = run_heavy(call.body_len > HEAVY_BODY_BYTES, || {
+                    s.engine.verify(req, &signer, now)
+                })
+                .map_err(engine_error)?;
                 let outcome = outcome_of(req, &v);
                 Ok((v.body, outcome))
             },
@@ -100,7 +119,9 @@ pub async fn verify(s: &Services, call: VerifyCall<'_>) -> Reply {
         return demand(s, price, &call.resource, None, None, Some(trial(used)));
     }
     let signer = s.keys.current();
-    let v = match s.engine.verify(req, &signer, now) {
+    let v = match run_heavy(call.body_len > HEAVY_BODY_BYTES, || {
+        s.engine.verify(req, &signer, now)
+    }) {
         Ok(v) => v,
         Err(e) => return Reply::Error(engine_error(e)),
     };

@@ -1,0 +1,69 @@
+//! The HTTP/1.1 accept loop of the local server: hyper with a header-read timeout (a client
+//! that never finishes its headers is dropped), TCP_NODELAY, the socket peer as the client
+//! address, and a graceful shutdown that lets in-flight requests finish.
+
+use axum::Router;
+use axum::extract::Request;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use std::future::Future;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tower::ServiceExt;
+use verifier_core::ClientAddr;
+
+/// A client must send its complete request headers within this time.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a shutdown waits for in-flight requests.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Serve `app` on `listener` until `shutdown` completes.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let graceful = GracefulShutdown::new();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .keep_alive(true);
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(e) => {
+                    // Out of descriptors and the like: back off briefly, keep serving.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app.clone();
+        let client = ClientAddr(peer.ip().to_string());
+        let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
+            req.extensions_mut().insert(client.clone());
+            app.clone().oneshot(req.map(axum::body::Body::new))
+        });
+        let connection = builder.serve_connection(TokioIo::new(stream), service);
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            // Errors here are the client's (reset, malformed request, header timeout).
+            let _ = connection.await;
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some connections were still open when the drain timeout passed");
+    }
+    Ok(())
+}
