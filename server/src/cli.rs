@@ -18,6 +18,8 @@ pub enum Command {
     Serve(ServeOpts),
     /// Check an output offline and print the signed response (exit 0 pass, 1 fail, 2 bad input).
     Verify(VerifyOpts),
+    /// Print every route (method, path, function, pricing) of the route table.
+    Routes,
     /// Work with receipts.
     Receipt {
         #[command(subcommand)]

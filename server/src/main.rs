@@ -15,6 +15,7 @@ fn main() -> ExitCode {
     match args.command {
         Command::Serve(opts) => serve::run(opts),
         Command::Verify(opts) => offline::verify(opts),
+        Command::Routes => offline::routes(),
         Command::Receipt {
             action: ReceiptAction::Verify(opts),
         } => offline::verify_receipt(opts),

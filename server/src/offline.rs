@@ -132,3 +132,17 @@ fn fetch(url: &str) -> Result<Value, String> {
         .map_err(|e| format!("cannot read {url}: {e}"))?;
     verifier_core::json::parse_strict_value(&bytes).map_err(|e| format!("{url}: {e}"))
 }
+
+/// `verifier routes`: the route table as `METHOD PATH FUNCTION PRICING` lines.
+pub fn routes() -> ExitCode {
+    for r in verifier_core::routes::ROUTES {
+        println!(
+            "{} {} {} {:?}",
+            r.method,
+            r.path,
+            r.function.name(),
+            r.pricing
+        );
+    }
+    ExitCode::SUCCESS
+}

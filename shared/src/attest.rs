@@ -15,7 +15,7 @@ pub const VERIFY_CONTEXT: &str = "json-schema-verifier/verify-schema-attestation
 pub const TRUST_SCORE_CONTEXT: &str = "json-schema-verifier/trust-score-attestation/v1";
 
 /// The `attestation` block of a response.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct Attestation {
     pub algorithm: &'static str,
     pub key_version: String,

@@ -5,6 +5,7 @@ use crate::config::{ServiceConfig, usd};
 use crate::request::FieldProblem;
 use serde::Serialize;
 use serde_json::{Value, json};
+use utoipa::ToSchema;
 
 /// Every non-payment error the service returns.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -38,8 +39,8 @@ pub enum ApiError {
     Internal,
 }
 
-/// The serialized error.
-#[derive(Debug, Serialize)]
+/// The serialized error (SERVICE.md §9).
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorBody {
     pub code: &'static str,
     pub message: String,
@@ -48,8 +49,10 @@ pub struct ErrorBody {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<u64>,
     pub charged: bool,
+    #[schema(value_type = Vec<Object>)]
     pub next_actions: Vec<Value>,
     pub fields: Vec<FieldProblem>,
+    #[schema(value_type = Object)]
     pub guidance: Value,
 }
 

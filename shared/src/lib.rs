@@ -29,6 +29,7 @@ pub mod schema_doc;
 pub mod service;
 pub mod store;
 pub mod trust;
+pub mod vectors;
 
 pub use engine::{Engine, EngineConfig, EngineError, Verification};
 pub use keys::{PublicKeyEntry, SigningIdentity};

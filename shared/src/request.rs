@@ -13,7 +13,8 @@ pub const MAX_ID_CHARS: usize = 200;
 /// Default rule tolerance.
 pub const DEFAULT_TOLERANCE: f64 = 1e-9;
 
-const FIELDS: &[&str] = &[
+/// The request's top-level fields, in the contract's order.
+pub const FIELDS: &[&str] = &[
     "task_id",
     "agent_id",
     "expected_schema",
@@ -24,7 +25,8 @@ const FIELDS: &[&str] = &[
     "enforce_rules",
     "detail",
 ];
-const RULE_KEYS: &[&str] = &[
+/// The keys a rule object may have.
+pub const RULE_KEYS: &[&str] = &[
     "type",
     "field",
     "equals_field",
@@ -36,11 +38,12 @@ const RULE_KEYS: &[&str] = &[
     "tolerance",
     "if_present",
 ];
-const BOUND_KEYS: &[&str] = &["min", "max", "if_present"];
+/// The keys a bound object may have.
+pub const BOUND_KEYS: &[&str] = &["min", "max", "if_present"];
 const RULE_TYPES_FIX: &str = "Use one of: 'sum_equals', 'gte', 'lte', 'exists_in' or 'unique'.";
 
 /// One problem of an invalid request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct FieldProblem {
     /// Where: `task_id`, `rules[0].type`, `bounds` …
     pub field: String,

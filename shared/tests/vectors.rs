@@ -43,7 +43,8 @@ fn hosted_key() -> PublicKeyEntry {
 
 #[test]
 fn request_hash_vectors_reproduce_exactly() {
-    let vectors = load("request-hash-vectors.json");
+    let vectors: Value =
+        serde_json::from_str(verifier_core::vectors::REQUEST_HASH_VECTORS_JSON).expect("json");
     for v in vectors["vectors"].as_array().expect("vectors") {
         let body = v["request_body_json"].as_str().expect("body");
         let req = VerifyRequest::from_body(body.as_bytes()).expect("valid request");

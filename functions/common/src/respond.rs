@@ -118,10 +118,12 @@ pub fn reply(r: Reply, config: &ServiceConfig) -> Response {
 }
 
 /// The payment a request carries: `PAYMENT-SIGNATURE`, or the legacy `X-PAYMENT`.
+/// An empty header carries no payment.
 pub fn payment_input(headers: &HeaderMap) -> PaymentInput {
     headers
         .get("payment-signature")
         .or_else(|| headers.get("x-payment"))
+        .filter(|v| !v.as_bytes().iter().all(u8::is_ascii_whitespace))
         .map_or(PaymentInput::None, |v| {
             PaymentInput::Header(String::from_utf8_lossy(v.as_bytes()).into_owned())
         })

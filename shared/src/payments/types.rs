@@ -2,9 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
 /// One way to pay: scheme, network, amount, asset and recipient.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PaymentRequirements {
     pub scheme: String,
@@ -16,11 +17,12 @@ pub struct PaymentRequirements {
     pub pay_to: String,
     pub max_timeout_seconds: u64,
     #[serde(default)]
+    #[schema(value_type = Object)]
     pub extra: Map<String, Value>,
 }
 
 /// The resource a payment is for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceInfo {
     pub url: String,
@@ -31,7 +33,7 @@ pub struct ResourceInfo {
 }
 
 /// What a client must pay (the `PAYMENT-REQUIRED` header and the 402 body).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PaymentRequired {
     pub x402_version: u8,
@@ -40,11 +42,12 @@ pub struct PaymentRequired {
     pub resource: ResourceInfo,
     pub accepts: Vec<PaymentRequirements>,
     #[serde(default)]
+    #[schema(value_type = Object)]
     pub extensions: Map<String, Value>,
 }
 
 /// A client's payment (the `PAYMENT-SIGNATURE` header, or MCP `_meta["x402/payment"]`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PaymentPayload {
     pub x402_version: u64,
@@ -53,13 +56,15 @@ pub struct PaymentPayload {
     /// A copy of the requirement the client chose.
     pub accepted: PaymentRequirements,
     /// Scheme-specific: EVM `{signature, authorization}`, Solana `{transaction}`.
+    #[schema(value_type = Object)]
     pub payload: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     pub extensions: Option<Value>,
 }
 
 /// A facilitator's answer to `/verify`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VerifyResponse {
     pub is_valid: bool,
@@ -72,7 +77,7 @@ pub struct VerifyResponse {
 }
 
 /// A settlement's result (the `PAYMENT-RESPONSE` header, MCP `_meta["x402/payment-response"]`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SettlementResponse {
     pub success: bool,
@@ -89,18 +94,19 @@ pub struct SettlementResponse {
 }
 
 /// One kind a facilitator supports (`GET /supported`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SupportedKind {
     pub x402_version: u64,
     pub scheme: String,
     pub network: String,
     #[serde(default)]
+    #[schema(value_type = Object)]
     pub extra: Map<String, Value>,
 }
 
 /// `GET /supported`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Supported {
     #[serde(default)]
     pub kinds: Vec<SupportedKind>,

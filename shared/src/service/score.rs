@@ -13,6 +13,7 @@ use crate::request::{FieldProblem, MAX_ID_CHARS};
 use crate::store::AgentHistory;
 use crate::trust;
 use serde::Serialize;
+use utoipa::ToSchema;
 
 /// The description paid score lookups carry in PaymentRequired.
 pub const DESCRIPTION: &str = "Signed trust score of an agent from its verification history";
@@ -20,7 +21,7 @@ pub const DESCRIPTION: &str = "Signed trust score of an agent from its verificat
 pub const RECENT_OUTCOMES: usize = 20;
 
 /// How the score was computed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Method {
     pub name: &'static str,
     pub version: &'static str,
@@ -38,7 +39,7 @@ fn method() -> Method {
 }
 
 /// A score answer without its attestation (what the signature covers).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ScoreResponse {
     pub agent_id: String,
     pub trust_score: Option<f64>,
@@ -55,7 +56,7 @@ pub struct ScoreResponse {
 }
 
 /// One outcome in the history (no task content).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct RecentOutcome {
     pub verification_id: String,
     pub result: String,
@@ -63,7 +64,7 @@ pub struct RecentOutcome {
 }
 
 /// The free reputation history.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ReputationResponse {
     pub agent_id: String,
     pub passes: u64,
