@@ -133,15 +133,17 @@ fn fetch(url: &str) -> Result<Value, String> {
     verifier_core::json::parse_strict_value(&bytes).map_err(|e| format!("{url}: {e}"))
 }
 
-/// `verifier routes`: the route table as `METHOD PATH FUNCTION PRICING` lines.
+/// `verifier routes`: the route table as `METHOD PATH FUNCTION PRICING documented|hidden`
+/// lines (hidden routes are routed but not advertised, e.g. 405-only ones).
 pub fn routes() -> ExitCode {
     for r in verifier_core::routes::ROUTES {
         println!(
-            "{} {} {} {:?}",
+            "{} {} {} {:?} {}",
             r.method,
             r.path,
             r.function.name(),
-            r.pricing
+            r.pricing,
+            if r.documented { "documented" } else { "hidden" }
         );
     }
     ExitCode::SUCCESS

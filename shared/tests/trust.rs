@@ -1,0 +1,45 @@
+//! Property tests of the trust score: bounded, monotone in passes and in fails, stable for
+//! large samples, and never flattering a short record.
+
+use proptest::prelude::*;
+use verifier_core::trust::trust_score;
+
+proptest! {
+    #[test]
+    fn bounded(passes in 0u64..1_000_000, fails in 0u64..1_000_000) {
+        if let Some(s) = trust_score(passes, fails) {
+            prop_assert!((0.0..=1.0).contains(&s));
+        } else {
+            prop_assert_eq!(passes + fails, 0);
+        }
+    }
+
+    #[test]
+    fn a_pass_never_lowers_and_a_fail_never_raises(passes in 0u64..200_000, fails in 0u64..200_000) {
+        let base = trust_score(passes, fails).unwrap_or(0.0);
+        let more_pass = trust_score(passes + 1, fails).unwrap_or(0.0);
+        let more_fail = trust_score(passes, fails + 1).unwrap_or(0.0);
+        prop_assert!(more_pass >= base, "{} -> {}", base, more_pass);
+        if passes + fails > 0 {
+            prop_assert!(more_fail <= base, "{} -> {}", base, more_fail);
+        }
+    }
+
+    #[test]
+    fn stable_for_large_samples(rate in 0.0f64..=1.0, n in 100_000u64..10_000_000) {
+        let passes = (rate * n as f64).round() as u64;
+        let s = trust_score(passes, n - passes).unwrap_or(-1.0);
+        let p = passes as f64 / n as f64;
+        // Close to the pass rate, a little below it (a lower bound).
+        prop_assert!(s <= p + 1e-6 && p - s < 0.01, "rate {} score {}", p, s);
+    }
+}
+
+#[test]
+fn a_few_passes_do_not_look_like_a_long_clean_record() {
+    let short = trust_score(3, 0).unwrap_or(1.0);
+    let long = trust_score(1000, 0).unwrap_or(0.0);
+    assert!(short < 0.5 && long > 0.99, "{short} {long}");
+    // 95 of 100 beats 19 of 20 (same rate, more evidence).
+    assert!(trust_score(95, 5) > trust_score(19, 1));
+}

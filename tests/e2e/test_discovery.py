@@ -1,0 +1,190 @@
+"""Discovery documents over real HTTP: they agree with the route table and with each other, the
+OpenAPI document validates and survives schemathesis, /docs renders offline in headless
+Chromium, receipts verify through the live agent card, and the allowance in llms.txt is live."""
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from openapi_spec_validator import validate
+
+from conftest import BIN, ROOT
+
+VENV_BIN = Path(sys.executable).parent
+
+
+def route_table():
+    out = subprocess.run([BIN, "routes"], capture_output=True, text=True, check=True).stdout
+    rows = [line.split() for line in out.splitlines() if line.strip()]
+    return [{"method": m, "path": p, "function": f, "pricing": pr, "documented": d == "documented"}
+            for m, p, f, pr, d in rows]
+
+
+def concrete(path):
+    return path.replace("{agent_id}", "test-discovery").replace("{proxy+}", "index.css")
+
+
+def test_every_route_of_the_table_answers(server):
+    for r in route_table():
+        url = server.url + concrete(r["path"])
+        if r["method"] == "POST" and r["path"].startswith("/verify"):
+            resp = httpx.post(url, json={"task_id": "t", "expected_schema": {}, "submitted_output": 1})
+            assert resp.status_code == 200, (r, resp.text[:200])
+        elif r["function"] == "mcp":
+            continue  # MCP is tested on its own (tests/e2e/test_mcp.py)
+        else:
+            resp = httpx.request(r["method"], url, follow_redirects=True)
+            assert resp.status_code == 200, (r, resp.status_code, resp.text[:200])
+
+
+def test_the_documents_agree_with_the_route_table(server):
+    table = route_table()
+    documented = {(r["method"], r["path"]) for r in table if r["documented"]}
+    paid = {r["path"] for r in table if r["pricing"] in ("Verification", "ScoreLookup")}
+
+    spec = httpx.get(server.url + "/openapi.json").json()
+    ops = {(m.upper(), p) for p, item in spec["paths"].items() for m in item}
+    assert ops == documented
+    for path, item in spec["paths"].items():
+        for method, op in item.items():
+            assert ("x-payment-info" in op) == (path in paid), (method, path)
+
+    manifest = httpx.get(server.url + "/.well-known/x402").json()
+    assert manifest["version"] == 1
+    assert set(manifest["resources"]) == {server.url + p for p in paid}
+
+    card = httpx.get(server.url + "/.well-known/agent-card.json").json()
+    skills = " ".join(s["description"] for s in card["skills"])
+    for p in paid:
+        assert server.url + p in skills, p
+
+    index = httpx.get(server.url + "/", headers={"accept": "application/json"}).json()
+    assert {(r["method"], r["path"]) for r in index["routes"]} == documented
+
+    llms = httpx.get(server.url + "/llms.txt").text
+    for method, path in documented:
+        assert f"| {method} | {server.url}{path} |" in llms, (method, path)
+    assert "$0.02" in llms and "$0.01" in llms
+
+    template = subprocess.run([str(VENV_BIN / "python"), str(ROOT / "scripts" / "routes_from_template.py")],
+                              capture_output=True, text=True, check=True).stdout
+    template_routes = {tuple(line.split()) for line in template.splitlines() if line.strip()}
+    assert template_routes == {(r["method"], r["path"]) for r in table}
+
+
+def test_every_error_code_is_documented(server):
+    llms = httpx.get(server.url + "/llms.txt").text
+    errors, payments = llms.split("## Errors")[1].split("## Payment errors")
+    spec = httpx.get(server.url + "/openapi.json").json()
+    for code in [e["code"] for e in spec["x-error-codes"]]:
+        assert f"`{code}`" in errors
+    for code in [e["code"] for e in spec["x-payment-error-codes"]]:
+        assert f"`{code}`" in payments
+
+
+def test_the_openapi_document_validates(server):
+    validate(httpx.get(server.url + "/openapi.json").json())
+
+
+def test_schemathesis_finds_no_server_error_and_no_response_outside_the_schema(start_server, tmp_path):
+    server = start_server(allowance=1_000_000)
+    # positive_data_acceptance is left out: a schema-valid request may rightly get 402 (payment)
+    # or 422 (a rule whose operands do not fit its type); both are documented responses.
+    run = subprocess.run(
+        [str(VENV_BIN / "schemathesis"), "run", server.url + "/openapi.json",
+         "--checks", "all", "--exclude-checks", "positive_data_acceptance",
+         "--max-examples", "40", "--seed", "1", "--exclude-path", "/mcp",
+         "--report-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "NO_COLOR": "1"})
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.fail("headless Chromium is not installed (scripts/test.sh installs Debian's chromium)")
+
+
+def test_docs_render_offline_in_headless_chromium(server, tmp_path):
+    browser = chromium()
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000"]
+    dom = subprocess.run([browser, *flags, "--dump-dom", server.url + "/docs/"],
+                         capture_output=True, text=True, timeout=120).stdout
+    assert "swagger-ui" in dom
+    assert "/verify/schema" in dom, dom[:2000]
+    assert "Verify a JSON output against a JSON Schema" in dom
+    shot = ROOT / ".ci" / "tmp" / "docs.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([browser, *flags, f"--screenshot={shot}", "--window-size=1280,1600",
+                    server.url + "/docs/"], capture_output=True, timeout=120)
+    assert shot.exists() and shot.stat().st_size > 10_000
+
+
+def test_a_receipt_verifies_through_the_live_agent_card(server, invoice, tmp_path):
+    resp = httpx.post(server.url + "/verify/schema", json=invoice).json()
+    assert resp["verify"]["public_key_url"] == server.url + "/.well-known/agent-card.json"
+    card = httpx.get(resp["verify"]["public_key_url"]).json()
+    ext = [e for e in card["capabilities"]["extensions"]
+           if e["uri"].startswith("urn:json-schema-verifier:extension:attestation:")]
+    assert len(ext) == 1
+    keys = ext[0]["params"]["publicKeys"]
+    assert resp["attestation"]["key_version"] in {k["keyVersion"] for k in keys}
+    assert len(ext[0]["params"]["requestHashTestVectors"]) == 3
+
+    path = tmp_path / "resp.json"
+    path.write_text(json.dumps(resp))
+    ok = subprocess.run([BIN, "receipt", "verify", str(path), "--agent-card", resp["verify"]["public_key_url"]],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    text = json.dumps(resp)
+    i = text.index('"task_id": "') + len('"task_id": "')
+    tampered = text[:i] + ("X" if text[i] != "X" else "Y") + text[i + 1:]
+    path.write_text(tampered)
+    bad = subprocess.run([BIN, "receipt", "verify", str(path), "--agent-card", resp["verify"]["public_key_url"]],
+                         capture_output=True, text=True)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+
+
+@pytest.mark.parametrize("allowance", [7, 1234])
+def test_the_free_allowance_section_shows_the_configured_number(start_server, allowance):
+    server = start_server(allowance=allowance)
+    llms = httpx.get(server.url + "/llms.txt").text
+    section = llms.split("## Free allowance")[1].split("\n## ")[0]
+    assert re.search(rf"\*\*{allowance} free verifications per UTC day\*\*", section), section
+    assert httpx.get(server.url + "/.well-known/x402").json()["paidResources"][0]["free"][
+        "calls_per_client_per_day"] == allowance
+
+
+def test_health_index_and_catalog(server):
+    health = httpx.get(server.url + "/health").json()
+    assert health["status"] == "ok" and health["key_version"] and health["version"]
+    html = httpx.get(server.url + "/", headers={"accept": "text/html"})
+    assert html.headers["content-type"].startswith("text/html") and "/docs" in html.text
+    catalog = httpx.get(server.url + "/.well-known/api-catalog")
+    assert catalog.headers["content-type"].startswith("application/linkset+json")
+    links = catalog.json()["linkset"][0]
+    assert links["service-desc"][0]["href"] == server.url + "/openapi.json"
+    assert links["status"][0]["href"] == server.url + "/health"
+    full = httpx.get(server.url + "/llms-full.txt").text
+    assert "## Worked example" in full and '"result": "fail"' in full and '"result": "pass"' in full
+
+
+def test_the_402_header_decodes_to_the_x402_manifest_prices(start_server):
+    server = start_server(allowance=0)
+    r = httpx.post(server.url + "/verify/schema", json={"task_id": "t", "expected_schema": {}, "submitted_output": 1})
+    assert r.status_code == 402
+    required = json.loads(base64.b64decode(r.headers["payment-required"]))
+    manifest = httpx.get(server.url + "/.well-known/x402").json()
+    offered = next(p for p in manifest["paidResources"] if p["resource"].endswith("/verify/schema"))
+    assert required["accepts"] == offered["accepts"]
+    assert r.json()["free_trial"]["code"] == "free_trial_exhausted"
