@@ -66,7 +66,20 @@ pub struct ServeOpts {
     /// Solana address that receives payments.
     #[arg(long, env = "VERIFIER_PAY_TO_SOLANA")]
     pub pay_to_solana: Option<String>,
-    /// The facilitator's Solana fee payer, offered as `extra.feePayer`.
+    /// The x402 facilitator that verifies and settles payments (none: payments are refused).
+    #[arg(long, env = "VERIFIER_FACILITATOR_URL")]
+    pub facilitator_url: Option<String>,
+    /// A static bearer token for the facilitator (self-hosted facilitators).
+    #[arg(long, env = "VERIFIER_FACILITATOR_BEARER", hide_env_values = true)]
+    pub facilitator_bearer: Option<String>,
+    /// A Coinbase CDP API key id (with --facilitator-key-secret): a signed JWT per request.
+    #[arg(long, env = "VERIFIER_FACILITATOR_KEY_ID")]
+    pub facilitator_key_id: Option<String>,
+    /// The CDP API key secret: PEM EC P-256, or base64 of a 64-byte Ed25519 key.
+    #[arg(long, env = "VERIFIER_FACILITATOR_KEY_SECRET", hide_env_values = true)]
+    pub facilitator_key_secret: Option<String>,
+    /// The facilitator's Solana fee payer, offered as `extra.feePayer` (default: read from
+    /// the facilitator's /supported).
     #[arg(long, env = "VERIFIER_SOLANA_FEE_PAYER")]
     pub solana_fee_payer: Option<String>,
     /// Compiled schemas kept in memory.

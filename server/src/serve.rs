@@ -15,7 +15,7 @@ use verifier_core::clock::{Clock, SystemClock};
 use verifier_core::config::ServiceConfig;
 use verifier_core::errors::ApiError;
 use verifier_core::keys::KeySource;
-use verifier_core::payments::PaymentGate;
+use verifier_core::payments::{FacilitatorSettings, PaymentGate};
 use verifier_core::service::Services;
 use verifier_core::store::Store;
 use verifier_core::store::embedded::{Durability, EmbeddedStore};
@@ -179,13 +179,25 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
             "no pay-to address configured (VERIFIER_PAY_TO_BASE / VERIFIER_PAY_TO_SOLANA): 402 answers offer no payment option"
         );
     }
+    let settings = FacilitatorSettings {
+        url: opts.facilitator_url.clone(),
+        bearer: opts.facilitator_bearer.clone(),
+        key_id: opts.facilitator_key_id.clone(),
+        key_secret: opts.facilitator_key_secret.clone(),
+    };
+    let payments = PaymentGate::new(settings.facilitator()?, opts.solana_fee_payer.clone());
+    if payments.configured() {
+        payments.refresh_supported().await;
+    } else {
+        tracing::warn!("no facilitator configured (VERIFIER_FACILITATOR_URL): paid requests are refused");
+    }
     let key_version = keys.current().key_version().to_owned();
     let app = app(LocalServer {
         config,
         keys: Arc::new(keys),
         store: Arc::new(store),
         clock: Arc::new(SystemClock),
-        payments: PaymentGate::new(None, opts.solana_fee_payer.clone()),
+        payments,
         schema_cache_entries: opts.schema_cache_entries,
     });
     tracing::info!(listen = %local, data_dir = %opts.data_dir.display(), key_version = %key_version, "verifier listening");

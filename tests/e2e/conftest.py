@@ -23,9 +23,11 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, data_dir: str, allowance: int):
+    def __init__(self, data_dir: str, allowance: int, env: dict | None = None, args: list | None = None):
         self.data_dir = data_dir
         self.allowance = allowance
+        self.extra_env = env or {}
+        self.extra_args = args or []
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = None
@@ -37,8 +39,10 @@ class Server:
             "VERIFIER_PAY_TO_BASE": PAY_TO_BASE,
             "RUST_LOG": "warn",
         })
+        env.update(self.extra_env)
         self.proc = subprocess.Popen(
-            [BIN, "serve", "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data_dir],
+            [BIN, "serve", "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data_dir,
+             *self.extra_args],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.time() + 15
         while time.time() < deadline:
@@ -65,12 +69,13 @@ def start_server():
     started = []
     dirs = []
 
-    def make(allowance: int = 1000, data_dir: str | None = None) -> Server:
+    def make(allowance: int = 1000, data_dir: str | None = None, env: dict | None = None,
+             args: list | None = None) -> Server:
         if data_dir is None:
             d = tempfile.TemporaryDirectory()
             dirs.append(d)
             data_dir = d.name
-        server = Server(data_dir, allowance).start()
+        server = Server(data_dir, allowance, env, args).start()
         started.append(server)
         return server
 

@@ -94,6 +94,43 @@ fn unavailable(e: FacilitatorError) -> PaymentError {
     PaymentError::FacilitatorUnavailable
 }
 
+/// How to reach the facilitator, as configuration gives it.
+#[derive(Debug, Clone, Default)]
+pub struct FacilitatorSettings {
+    /// Base URL; none: payments are refused as not configured.
+    pub url: Option<String>,
+    /// A static bearer token (self-hosted facilitators).
+    pub bearer: Option<String>,
+    /// A CDP API key id and its secret (PEM EC key or base64 Ed25519 key).
+    pub key_id: Option<String>,
+    pub key_secret: Option<String>,
+}
+
+impl FacilitatorSettings {
+    /// The facilitator client these settings describe.
+    pub fn facilitator(&self) -> Result<Option<Facilitator>, String> {
+        let Some(url) = self.url.as_deref().filter(|u| !u.trim().is_empty()) else {
+            return Ok(None);
+        };
+        let auth = match (&self.bearer, &self.key_id, &self.key_secret) {
+            (Some(token), None, None) => Some(super::auth::FacilitatorAuth::Bearer(token.clone())),
+            (None, Some(id), Some(secret)) => Some(super::auth::FacilitatorAuth::Cdp {
+                key_id: id.clone(),
+                key: super::auth::CdpKeyPair::parse(secret)?,
+            }),
+            (None, None, None) => None,
+            _ => {
+                return Err(
+                    "give either a bearer token, or a key id together with its secret".into(),
+                );
+            }
+        };
+        Facilitator::new(url, auth)
+            .map(Some)
+            .map_err(|e| e.to_string())
+    }
+}
+
 impl PaymentGate {
     /// A gate over a facilitator (none: payments are refused as not configured).
     pub fn new(facilitator: Option<Facilitator>, fee_payer: Option<String>) -> Self {

@@ -1,0 +1,285 @@
+"""x402 payments end to end on a local chain: anvil (chain id 8453) with an EIP-3009 token at
+the Base USDC address, the Python x402 facilitator over HTTP, and a buyer using the Python x402
+client against the real `verifier serve`. Money moves on chain exactly once per answer; every
+refused payment is a 402 with a specific reason and moves nothing. Solana: the requirement is
+offered with the facilitator's fee payer, and a payload built by the Python SVM client passes
+our local checks and the facilitator whose chain is stubbed (tests/x402/README.md says what is
+real there)."""
+import base64
+import copy
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from eth_account import Account
+from x402 import x402ClientSync
+from x402.http.utils import decode_payment_required_header, encode_payment_signature_header
+from x402.mechanisms.evm.exact import ExactEvmClientScheme
+
+from conftest import BIN, ROOT
+
+sys.path.insert(0, str(ROOT / "tests" / "x402"))
+from localchain import LocalChain  # noqa: E402
+from test_localchain import pay_svm  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore:Client is deprecated")
+
+INVOICE = json.loads(json.loads((ROOT / "shared" / "tests" / "data" / "hosted-receipts.json").read_text())
+                     ["receipts"][0]["request_body_json"])
+
+
+@pytest.fixture(scope="module")
+def chain():
+    c = LocalChain().start()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def server_env(chain, **extra):
+    return {"VERIFIER_PAY_TO_BASE": chain.payee_address,
+            "VERIFIER_PAY_TO_SOLANA": chain.svm_payee_address,
+            "VERIFIER_FACILITATOR_URL": chain.facilitator_url, **extra}
+
+
+@pytest.fixture()
+def paid_server(start_server, chain):
+    return start_server(allowance=1, env=server_env(chain))
+
+
+def request(agent_id="seller-paid"):
+    body = copy.deepcopy(INVOICE)
+    body["agent_id"] = agent_id
+    return body
+
+
+def buyer(key):
+    client = x402ClientSync()
+    client.register("eip155:8453", ExactEvmClientScheme(Account.from_key(key)))
+    return client
+
+
+def pay_header(chain, required_header, key=None):
+    """The real x402 client: decode PAYMENT-REQUIRED, sign the Base entry, encode the header."""
+    pr = decode_payment_required_header(required_header)
+    pr.accepts = [a for a in pr.accepts if a.network == "eip155:8453"]
+    payload = buyer(key or chain.buyer_key).create_payment_payload(pr)
+    return encode_payment_signature_header(payload)
+
+
+def decode(header):
+    return json.loads(base64.b64decode(header))
+
+
+def encode(obj):
+    return base64.b64encode(json.dumps(obj).encode()).decode()
+
+
+def spend_allowance(server):
+    r = httpx.post(server.url + "/verify/schema", json=request("test-warmup"))
+    assert r.status_code == 200
+
+
+def demand(server, path="/verify/schema", body=None):
+    r = httpx.post(server.url + path, json=body or request()) if path.startswith("/verify") \
+        else httpx.get(server.url + path)
+    assert r.status_code == 402, r.text
+    return r
+
+
+def balances(chain):
+    return chain.balance(chain.buyer_address), chain.balance(chain.payee_address)
+
+
+def assert_refused(r, code):
+    assert r.status_code == 402, r.text
+    body = r.json()
+    assert body["payment_error"]["code"] == code, body["payment_error"]
+    assert "verification_id" not in body and "attestation" not in body
+    assert decode(r.headers["payment-required"])["accepts"]
+
+
+def test_a_paid_verification_settles_once_on_chain(paid_server, chain, tmp_path):
+    spend_allowance(paid_server)
+    offer = demand(paid_server)
+    required = decode(offer.headers["payment-required"])
+    base = next(a for a in required["accepts"] if a["network"] == "eip155:8453")
+    assert base["amount"] == "20000" and base["payTo"] == chain.payee_address
+    assert offer.json()["free_trial"]["code"] == "free_trial_exhausted"
+
+    before = balances(chain)
+    header = pay_header(chain, offer.headers["payment-required"])
+    paid = httpx.post(paid_server.url + "/verify/schema", json=request(),
+                      headers={"PAYMENT-SIGNATURE": header}, timeout=60)
+    assert paid.status_code == 200, paid.text
+    settlement = decode(paid.headers["payment-response"])
+    assert settlement["success"] is True and settlement["network"] == "eip155:8453"
+    assert settlement["transaction"].startswith("0x") and len(settlement["transaction"]) == 66
+    assert settlement["payer"].lower() == chain.buyer_address.lower()
+    after = balances(chain)
+    assert after[0] == before[0] - 20000 and after[1] == before[1] + 20000
+    assert "free-allowance-remaining" not in paid.headers
+
+    receipt = paid.json()
+    assert receipt["summary"]["blocking_checks"] == ["consistency:sum_equals"]
+    (tmp_path / "r.json").write_text(json.dumps(receipt))
+    check = subprocess.run([BIN, "receipt", "verify", str(tmp_path / "r.json"), "--agent-card",
+                            paid_server.url + "/.well-known/agent-card.json"], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+    # The same payment again: refused, and the money moved once.
+    again = httpx.post(paid_server.url + "/verify/schema", json=request(),
+                       headers={"PAYMENT-SIGNATURE": header}, timeout=60)
+    assert_refused(again, "payment_replayed")
+    assert balances(chain) == after
+
+    # The paid verification counts for reputation, like a free one.
+    rep = httpx.get(paid_server.url + "/reputation/seller-paid").json()
+    assert rep["total"] == 1 and rep["fails"] == 1
+
+
+def eip3009(chain, requirement, *, value=None, to=None, valid_after=0, valid_before=None, key=None):
+    """A payload signed by hand (eth_account EIP-712) with chosen fields."""
+    key = key or chain.buyer_key
+    account = Account.from_key(key)
+    nonce = "0x" + secrets.token_hex(32)
+    auth = {"from": account.address, "to": to or requirement["payTo"],
+            "value": int(value if value is not None else requirement["amount"]),
+            "validAfter": valid_after, "validBefore": valid_before or int(time.time()) + 60,
+            "nonce": nonce}
+    signed = Account.sign_typed_data(
+        key,
+        domain_data={"name": "USD Coin", "version": "2", "chainId": 8453,
+                     "verifyingContract": requirement["asset"]},
+        message_types={"TransferWithAuthorization": [
+            {"name": "from", "type": "address"}, {"name": "to", "type": "address"},
+            {"name": "value", "type": "uint256"}, {"name": "validAfter", "type": "uint256"},
+            {"name": "validBefore", "type": "uint256"}, {"name": "nonce", "type": "bytes32"}]},
+        message_data={**auth, "nonce": bytes.fromhex(nonce[2:])})
+    return {"x402Version": 2, "accepted": requirement,
+            "payload": {"signature": "0x" + signed.signature.hex().removeprefix("0x"),
+                        "authorization": {k: str(v) for k, v in auth.items()}}}
+
+
+def test_bad_payments_are_refused_with_a_reason_and_move_nothing(paid_server, chain):
+    spend_allowance(paid_server)
+    required = decode(demand(paid_server).headers["payment-required"])
+    base = next(a for a in required["accepts"] if a["network"] == "eip155:8453")
+    before = balances(chain)
+    cheap = dict(base, amount="19999")
+    tampered = eip3009(chain, base)
+    sig = bytearray.fromhex(tampered["payload"]["signature"][2:])
+    sig[10] ^= 0xFF
+    tampered["payload"]["signature"] = "0x" + sig.hex()
+    cases = {
+        "no_matching_payment_requirements": eip3009(chain, cheap),
+        "amount_mismatch": eip3009(chain, base, value=19999),
+        "recipient_mismatch": eip3009(chain, base, to="0x000000000000000000000000000000000000dEaD"),
+        "authorization_expired": eip3009(chain, base, valid_before=int(time.time()) - 10),
+        "authorization_not_yet_valid": eip3009(chain, base, valid_after=int(time.time()) + 600),
+        "invalid_signature": tampered,
+        "facilitator_rejected": eip3009(chain, base, key=chain.unfunded_key),
+    }
+    for code, payload in cases.items():
+        r = httpx.post(paid_server.url + "/verify/schema", json=request(),
+                       headers={"PAYMENT-SIGNATURE": encode(payload)}, timeout=60)
+        assert_refused(r, code)
+        if code == "facilitator_rejected":
+            assert "insufficient" in r.json()["payment_error"]["reason"]
+    for header in ["not base64!", encode({"hello": "world"}), base64.b64encode(b"[1,2").decode()]:
+        r = httpx.post(paid_server.url + "/verify/schema", json=request(),
+                       headers={"PAYMENT-SIGNATURE": header})
+        assert_refused(r, "payment_header_invalid")
+    assert balances(chain) == before
+
+
+def test_an_invalid_paid_request_is_refused_before_any_payment_step(paid_server, chain):
+    spend_allowance(paid_server)
+    offer = demand(paid_server)
+    header = pay_header(chain, offer.headers["payment-required"])
+    before = balances(chain)
+    bad = request()
+    bad["rules"] = [{"type": "sum_of_everything", "field": "x"}]
+    r = httpx.post(paid_server.url + "/verify/schema", json=bad, headers={"PAYMENT-SIGNATURE": header})
+    assert r.status_code == 422 and r.json()["charged"] is False
+    assert balances(chain) == before
+    # The payment was not consumed: it still buys one answer.
+    ok = httpx.post(paid_server.url + "/verify/schema", json=request(),
+                    headers={"PAYMENT-SIGNATURE": header}, timeout=60)
+    assert ok.status_code == 200, ok.text
+
+
+def test_a_paid_score_lookup_costs_ten_thousand_units(paid_server, chain):
+    httpx.post(paid_server.url + "/verify/schema", json=request("seller-scored"))
+    offer = demand(paid_server, "/score/seller-scored")
+    required = decode(offer.headers["payment-required"])
+    assert {a["amount"] for a in required["accepts"]} == {"10000"}
+    before = balances(chain)
+    header = pay_header(chain, offer.headers["payment-required"])
+    r = httpx.get(paid_server.url + "/score/seller-scored", headers={"PAYMENT-SIGNATURE": header}, timeout=60)
+    assert r.status_code == 200, r.text
+    score = r.json()
+    assert score["sample_size"] == 1 and score["trust_score"] is not None
+    assert decode(r.headers["payment-response"])["success"] is True
+    after = balances(chain)
+    assert after[0] == before[0] - 10000 and after[1] == before[1] + 10000
+
+
+def test_solana_is_offered_with_the_facilitators_fee_payer_and_settles_on_the_stub(paid_server, chain):
+    spend_allowance(paid_server)
+    offer = demand(paid_server)
+    required = decode(offer.headers["payment-required"])
+    sol = next(a for a in required["accepts"] if a["network"].startswith("solana:"))
+    supported = httpx.get(chain.facilitator_url + "/supported").json()
+    fee_payer = next(k["extra"]["feePayer"] for k in supported["kinds"] if k["network"] == sol["network"])
+    assert sol["extra"] == {"feePayer": fee_payer}
+    assert sol["asset"] == "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v" and sol["amount"] == "20000"
+    payload = pay_svm(chain, sol)
+    r = httpx.post(paid_server.url + "/verify/schema", json=request(),
+                   headers={"PAYMENT-SIGNATURE": encode(payload)}, timeout=60)
+    assert r.status_code == 200, r.text
+    settlement = decode(r.headers["payment-response"])
+    assert settlement["success"] is True and settlement["network"] == sol["network"]
+    again = httpx.post(paid_server.url + "/verify/schema", json=request(),
+                       headers={"PAYMENT-SIGNATURE": encode(payload)}, timeout=60)
+    assert_refused(again, "payment_replayed")
+    cheaper = pay_svm(chain, dict(sol, amount="19999"))
+    cheaper["accepted"] = sol  # claims the offered requirement, transfers less
+    r = httpx.post(paid_server.url + "/verify/schema", json=request(),
+                   headers={"PAYMENT-SIGNATURE": encode(cheaper)}, timeout=60)
+    assert_refused(r, "amount_mismatch")
+
+
+def test_a_bearer_protected_facilitator(start_server):
+    with LocalChain(require_bearer="s3cret-token") as guarded:
+        without = start_server(allowance=0, env=server_env(guarded))
+        r = httpx.post(without.url + "/verify/schema", json=request())
+        header = pay_header(guarded, r.headers["payment-required"])
+        r = httpx.post(without.url + "/verify/schema", json=request(), headers={"PAYMENT-SIGNATURE": header})
+        assert r.status_code == 503 and r.json()["code"] == "facilitator_unavailable"
+        assert r.json()["retryable"] is True and r.headers["retry-after"]
+        with_token = start_server(allowance=0, env=server_env(guarded, VERIFIER_FACILITATOR_BEARER="s3cret-token"))
+        offer = httpx.post(with_token.url + "/verify/schema", json=request())
+        header = pay_header(guarded, offer.headers["payment-required"])
+        ok = httpx.post(with_token.url + "/verify/schema", json=request(),
+                        headers={"PAYMENT-SIGNATURE": header}, timeout=60)
+        assert ok.status_code == 200, ok.text
+
+
+def test_cors_exposes_the_payment_headers(paid_server):
+    r = httpx.options(paid_server.url + "/verify/schema", headers={
+        "origin": "https://buyer.example", "access-control-request-method": "POST",
+        "access-control-request-headers": "payment-signature,content-type"})
+    assert r.status_code == 200
+    assert "payment-signature" in r.headers["access-control-allow-headers"].lower()
+    r = httpx.post(paid_server.url + "/verify/schema", json=request("test-cors"),
+                   headers={"origin": "https://buyer.example"})
+    exposed = r.headers["access-control-expose-headers"].lower()
+    assert "payment-required" in exposed and "payment-response" in exposed
