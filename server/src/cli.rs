@@ -82,6 +82,10 @@ pub struct ServeOpts {
     /// the facilitator's /supported).
     #[arg(long, env = "VERIFIER_SOLANA_FEE_PAYER")]
     pub solana_fee_payer: Option<String>,
+    /// Origins (scheme://host[:port]) besides the public URL's that may call /mcp; a request
+    /// with any other Origin header gets 403 (DNS-rebinding protection).
+    #[arg(long, env = "VERIFIER_MCP_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub mcp_allowed_origins: Vec<String>,
     /// Compiled schemas kept in memory.
     #[arg(long, env = "VERIFIER_SCHEMA_CACHE_ENTRIES", default_value_t = 1024)]
     pub schema_cache_entries: usize,

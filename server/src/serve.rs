@@ -7,6 +7,7 @@ use axum::extract::{ConnectInfo, MatchedPath, Request};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use function_common::respond::{self, PricePath};
+use mcp_function::McpAccess;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -24,6 +25,8 @@ use verifier_core::{ClientAddr, Engine, EngineConfig};
 /// Everything the local server is built from.
 pub struct LocalServer {
     pub config: ServiceConfig,
+    /// Who may call /mcp (hosts and origins).
+    pub mcp: McpAccess,
     pub keys: Arc<dyn KeySource>,
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
@@ -52,15 +55,17 @@ impl LocalServer {
 
 /// The merged router of every function.
 pub fn app(parts: LocalServer) -> Router {
-    router(parts.services())
+    let mcp = parts.mcp.clone();
+    router(parts.services(), &mcp)
 }
 
 /// Every function's router on one service, with the client address (the socket peer),
 /// request logging, CORS and the 404 fallback.
-pub fn router(services: Arc<Services>) -> Router {
+pub fn router(services: Arc<Services>, mcp: &McpAccess) -> Router {
     let config = Arc::new(services.config.clone());
     Router::new()
         .merge(verify_function::router(services.clone()))
+        .merge(mcp_function::router(services.clone(), mcp))
         .merge(score_function::router(services.clone()))
         .merge(discovery_function::router(services))
         .route_layer(middleware::from_fn(log_request))
@@ -189,10 +194,14 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
     if payments.configured() {
         payments.refresh_supported().await;
     } else {
-        tracing::warn!("no facilitator configured (VERIFIER_FACILITATOR_URL): paid requests are refused");
+        tracing::warn!(
+            "no facilitator configured (VERIFIER_FACILITATOR_URL): paid requests are refused"
+        );
     }
     let key_version = keys.current().key_version().to_owned();
+    let mcp = McpAccess::for_public_url(&config.public_url, &opts.mcp_allowed_origins);
     let app = app(LocalServer {
+        mcp,
         config,
         keys: Arc::new(keys),
         store: Arc::new(store),

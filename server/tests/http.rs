@@ -44,6 +44,7 @@ async fn start(free_per_day: u64, clock: Arc<dyn Clock>) -> Running {
         ..ServiceConfig::default()
     };
     let router = app(LocalServer {
+        mcp: mcp_function::McpAccess::default(),
         config,
         keys: Arc::new(StaticKeys::new(
             SigningIdentity::from_seed("test-key", &[3u8; 32]).expect("key"),

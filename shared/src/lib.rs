@@ -24,6 +24,7 @@ pub mod path;
 pub mod payments;
 pub mod report;
 pub mod request;
+pub mod request_schema;
 pub mod routes;
 pub mod schema_doc;
 pub mod service;

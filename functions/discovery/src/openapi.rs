@@ -14,6 +14,7 @@ use verifier_core::payments::PAYMENT_ERROR_CODES;
 use verifier_core::payments::types::{PaymentRequired, SettlementResponse};
 use verifier_core::report::VerifyResponse;
 use verifier_core::request::{BOUND_KEYS, FIELDS, MAX_ID_CHARS, RULE_KEYS};
+use verifier_core::request_schema::{bound_schema, request_body_schema, rule_schema};
 use verifier_core::routes::{Function, Pricing, Route, documented};
 use verifier_core::service::Services;
 use verifier_core::service::score::{ReputationResponse, ScoreResponse};
@@ -47,7 +48,10 @@ fn components() -> Value {
         .and_then(|v| v.get("schemas").cloned())
         .and_then(|v| v.as_object().cloned())
         .unwrap_or_default();
-    schemas.insert("VerifyRequest".into(), request_schema());
+    let mut request =
+        request_body_schema("#/components/schemas/Rule", "#/components/schemas/Bound");
+    request["example"] = crate::examples::invoice_request("test-seller-invoice-agent");
+    schemas.insert("VerifyRequest".into(), request);
     schemas.insert("Rule".into(), rule_schema());
     schemas.insert("Bound".into(), bound_schema());
     let signed = |inner: &str| {
@@ -77,64 +81,6 @@ fn components() -> Value {
         }]}),
     );
     json!({"schemas": schemas})
-}
-
-/// The request body, member by member (`FIELDS` is the parser's own list; a test keeps them
-/// equal).
-fn request_schema() -> Value {
-    let id = |nullable: bool| {
-        let mut v = json!({"type": "string", "minLength": 1, "maxLength": MAX_ID_CHARS});
-        if nullable {
-            v = json!({"oneOf": [v, {"type": "null"}]});
-        }
-        v
-    };
-    let properties = json!({
-        "task_id": id(false),
-        "agent_id": id(true),
-        "expected_schema": {"oneOf": [{"type": "object"}, {"type": "boolean"}], "description": "A JSON Schema (draft 2020-12 unless $schema says otherwise)."},
-        "submitted_output": {"description": "The output under test: any JSON value, null included."},
-        "strict_content_check": {"type": "boolean", "default": false},
-        "bounds": {"oneOf": [{"type": "object", "additionalProperties": schema_ref("Bound")}, {"type": "null"}]},
-        "rules": {"oneOf": [{"type": "array", "items": schema_ref("Rule")}, {"type": "null"}]},
-        "enforce_rules": {"type": "boolean", "default": false},
-        "detail": {"type": "string", "enum": ["full", "compact"], "default": "full"}
-    });
-    json!({
-        "type": "object",
-        "required": ["task_id", "expected_schema", "submitted_output"],
-        "additionalProperties": false,
-        "properties": properties,
-        "example": crate::examples::invoice_request("test-seller-invoice-agent"),
-    })
-}
-
-fn rule_schema() -> Value {
-    let path = json!({"oneOf": [{"type": "string", "minLength": 1}, {"type": "null"}]});
-    let number = json!({"oneOf": [{"type": "number"}, {"type": "null"}]});
-    json!({
-        "type": "object", "required": ["type", "field"], "additionalProperties": false,
-        "properties": {
-            "type": {"type": "string", "enum": ["sum_equals", "gte", "lte", "exists_in", "unique"]},
-            "field": {"type": "string", "minLength": 1},
-            "equals_field": path, "equals": number,
-            "other_field": path, "value": number,
-            "in_field": path, "values": {"oneOf": [{"type": "array"}, {"type": "null"}]},
-            "tolerance": {"oneOf": [{"type": "number", "minimum": 0}, {"type": "null"}], "default": 1e-9},
-            "if_present": {"oneOf": [{"type": "boolean"}, {"type": "null"}], "default": false}
-        }
-    })
-}
-
-fn bound_schema() -> Value {
-    json!({
-        "type": "object", "additionalProperties": false,
-        "properties": {
-            "min": {"oneOf": [{"type": "number"}, {"type": "null"}]},
-            "max": {"oneOf": [{"type": "number"}, {"type": "null"}]},
-            "if_present": {"type": "boolean", "default": false}
-        }
-    })
 }
 
 fn json_content(schema: Value) -> Value {
@@ -330,38 +276,4 @@ pub fn openapi(s: &Services) -> Value {
         "x-error-codes": errors,
         "x-payment-error-codes": payment_errors,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_documented_request_has_exactly_the_parsers_fields() {
-        let req = request_schema();
-        let mut props: Vec<&str> = req["properties"]
-            .as_object()
-            .map(|m| m.keys().map(String::as_str).collect())
-            .unwrap_or_default();
-        let mut fields = FIELDS.to_vec();
-        props.sort_unstable();
-        fields.sort_unstable();
-        assert_eq!(props, fields);
-        let mut rule: Vec<String> = rule_schema()["properties"]
-            .as_object()
-            .map(|m| m.keys().cloned().collect())
-            .unwrap_or_default();
-        let mut keys: Vec<String> = RULE_KEYS.iter().map(|k| k.to_string()).collect();
-        rule.sort();
-        keys.sort();
-        assert_eq!(rule, keys);
-        let mut bound: Vec<String> = bound_schema()["properties"]
-            .as_object()
-            .map(|m| m.keys().cloned().collect())
-            .unwrap_or_default();
-        let mut bkeys: Vec<String> = BOUND_KEYS.iter().map(|k| k.to_string()).collect();
-        bound.sort();
-        bkeys.sort();
-        assert_eq!(bound, bkeys);
-    }
 }

@@ -1,0 +1,74 @@
+//! A call's [`Reply`] as an MCP tool result: the answer in `structuredContent` (with a text
+//! mirror), a payment demand as the x402 tool-result binding (`isError`, PaymentRequired in
+//! `structuredContent` and `content[0].text`, the `free_trial` in `_meta`), errors in the
+//! service's one error shape.
+
+use rmcp::model::{CallToolResult, MetaObject};
+use serde_json::{Map, Value, json};
+use verifier_core::config::ServiceConfig;
+use verifier_core::errors::ApiError;
+use verifier_core::service::{Billing, Reply, payment_error};
+
+/// `_meta` key of the settlement (x402 MCP binding).
+pub const PAYMENT_RESPONSE_KEY: &str = "x402/payment-response";
+/// `_meta` key of a paid call's payment (x402 MCP binding).
+pub const PAYMENT_KEY: &str = "x402/payment";
+/// `_meta` key of the free allowance left after a free call.
+pub const ALLOWANCE_KEY: &str = "agent-output-verifier/free-allowance";
+
+fn meta(entries: Map<String, Value>) -> Option<MetaObject> {
+    (!entries.is_empty()).then_some(MetaObject(entries))
+}
+
+/// An error in the one error shape, as an `isError` result.
+pub fn error(e: &ApiError, config: &ServiceConfig) -> CallToolResult {
+    CallToolResult::structured_error(serde_json::to_value(e.body(config)).unwrap_or_default())
+}
+
+/// The tool result of a reply.
+pub fn tool_result(reply: Reply, config: &ServiceConfig) -> CallToolResult {
+    match reply {
+        Reply::Answer(answer) => {
+            let body: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+            let mut extra = Map::new();
+            match answer.billing {
+                Billing::Free {
+                    remaining,
+                    limit,
+                    resets_at,
+                } => {
+                    extra.insert(
+                        ALLOWANCE_KEY.into(),
+                        json!({"remaining": remaining, "limit": limit, "resets_at": resets_at}),
+                    );
+                }
+                Billing::Paid(settlement) => {
+                    extra.insert(
+                        PAYMENT_RESPONSE_KEY.into(),
+                        serde_json::to_value(settlement).unwrap_or_default(),
+                    );
+                }
+                Billing::NotCharged => {}
+            }
+            CallToolResult::structured(body).with_meta(meta(extra))
+        }
+        Reply::PaymentRequired(demand) => {
+            let required = serde_json::to_value(&demand.required).unwrap_or_default();
+            let mut extra = Map::new();
+            if let Some(trial) = &demand.free_trial {
+                extra.insert("free_trial".into(), trial.clone());
+            }
+            if let Some(e) = &demand.error {
+                extra.insert("payment_error".into(), payment_error(e));
+            }
+            if let Some(settlement) = &demand.settlement {
+                extra.insert(
+                    PAYMENT_RESPONSE_KEY.into(),
+                    serde_json::to_value(settlement).unwrap_or_default(),
+                );
+            }
+            CallToolResult::structured_error(required).with_meta(meta(extra))
+        }
+        Reply::Error(e) => error(&e, config),
+    }
+}
