@@ -57,11 +57,15 @@ pub fn write_value(out: &mut Vec<u8>, value: &Value) {
 }
 
 fn write_object(out: &mut Vec<u8>, map: &Map<String, Value>) {
+    // The map's own order depends on serde_json's features (`preserve_order` keeps insertion
+    // order, and dependencies turn it on), so the canonical order is always established here:
+    // UTF-16 code units, which equal byte order unless a key holds a character above U+FFFF.
     let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-    // The map iterates in code-point order already; UTF-16 order differs only when a key holds
-    // a character above U+FFFF, so re-sort only then.
-    if entries.iter().any(|(k, _)| k.bytes().any(|b| b >= 0xF0)) {
+    let astral = entries.iter().any(|(k, _)| k.bytes().any(|b| b >= 0xF0));
+    if astral {
         entries.sort_by(|a, b| utf16_cmp(a.0, b.0));
+    } else if !entries.windows(2).all(|w| w[0].0 < w[1].0) {
+        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
     }
     out.push(b'{');
     for (i, (k, v)) in entries.into_iter().enumerate() {
