@@ -28,6 +28,7 @@ pub mod request_schema;
 pub mod routes;
 pub mod schema_doc;
 pub mod service;
+pub mod ssm_keys;
 pub mod store;
 pub mod trust;
 pub mod vectors;

@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod cors;
+pub mod lambda;
 pub mod respond;
 
 pub use client::client_address;

@@ -60,6 +60,16 @@ pub fn error(e: &ApiError, config: &ServiceConfig) -> Response {
     response
 }
 
+/// An error sent before the request body was read to its end: the connection cannot carry
+/// another request, so the response says `Connection: close` and clients do not reuse it.
+pub fn error_closing(e: &ApiError, config: &ServiceConfig) -> Response {
+    let mut response = error(e, config);
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
 fn insert(headers: &mut HeaderMap, name: &'static str, value: String) {
     if let Ok(v) = HeaderValue::from_str(&value) {
         headers.insert(name, v);

@@ -5,6 +5,7 @@
 
 pub mod card;
 pub mod catalog;
+mod docs;
 pub mod examples;
 mod health;
 pub mod index;
@@ -94,8 +95,6 @@ where
 
 /// The function's router.
 pub fn router(services: Arc<Services>) -> Router {
-    let docs = utoipa_swagger_ui::SwaggerUi::new("/docs")
-        .config(utoipa_swagger_ui::Config::from("/openapi.json"));
     Router::new()
         .route("/", page(root))
         .route("/health", page(health::health))
@@ -106,6 +105,6 @@ pub fn router(services: Arc<Services>) -> Router {
         .route("/llms.txt", page(llms_txt))
         .route("/llms-full.txt", page(llms_full_txt))
         .route("/openapi.json", page(openapi_json))
-        .with_state(services)
-        .merge(docs)
+        .with_state(services.clone())
+        .merge(docs::router(services))
 }

@@ -56,6 +56,17 @@ impl McpAccess {
     }
 }
 
+impl McpAccess {
+    /// Behind API Gateway: the public URL's origin plus `extra_origins`; `hosts` as
+    /// configured (empty accepts any `Host`: API Gateway only routes its own domains).
+    pub fn behind_gateway(public_url: &str, extra_origins: &[String], hosts: &[String]) -> Self {
+        McpAccess {
+            allowed_hosts: hosts.to_vec(),
+            ..McpAccess::for_public_url(public_url, extra_origins)
+        }
+    }
+}
+
 /// The MCP endpoint as a tower service.
 pub fn service(
     services: Arc<Services>,

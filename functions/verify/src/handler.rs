@@ -62,12 +62,12 @@ async fn handle(State(s): State<Arc<Services>>, req: Request, path: &'static str
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > limit) {
-        return respond::error(&ApiError::BodyTooLarge { limit }, config);
+        return respond::error_closing(&ApiError::BodyTooLarge { limit }, config);
     }
     let read = tokio::time::timeout(BODY_READ_TIMEOUT, to_bytes(body, limit)).await;
     let bytes = match read {
         Ok(Ok(bytes)) => bytes,
-        Err(_) => return respond::error(&ApiError::IncompleteBody, config),
+        Err(_) => return respond::error_closing(&ApiError::IncompleteBody, config),
         Ok(Err(e)) => {
             let too_large = e
                 .into_inner()
@@ -78,7 +78,7 @@ async fn handle(State(s): State<Arc<Services>>, req: Request, path: &'static str
             } else {
                 ApiError::IncompleteBody
             };
-            return respond::error(&error, config);
+            return respond::error_closing(&error, config);
         }
     };
     let resource = Resource {

@@ -1,0 +1,279 @@
+//! What every Lambda main shares: configuration from the environment (missing configuration
+//! fails init loudly — there is no fallback to the embedded store or a local key), the SDK
+//! clients, the signing key from SSM (refreshed on an interval), DynamoDB, the facilitator,
+//! and the adapter from API Gateway requests (the client address is
+//! `requestContext.http.sourceIp`, never a header).
+
+use crate::respond;
+use axum::Router;
+use axum::extract::Request;
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use lambda_http::request::RequestContext;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::OnceCell;
+use tower::ServiceExt;
+use verifier_core::config::ServiceConfig;
+use verifier_core::payments::{FacilitatorSettings, PaymentGate};
+use verifier_core::service::Services;
+use verifier_core::ssm_keys::{KeyParams, SsmKeys};
+use verifier_core::store::dynamo::DynamoStore;
+use verifier_core::{ClientAddr, Engine, EngineConfig};
+
+/// Why a function cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    #[error("{0} must be set")]
+    Missing(&'static str),
+    #[error("{0} is not a valid number")]
+    Number(&'static str),
+    #[error("the signing key cannot be loaded: {0}")]
+    Keys(#[from] verifier_core::ssm_keys::SsmKeyError),
+    #[error("the facilitator configuration is invalid: {0}")]
+    Facilitator(String),
+}
+
+fn var(name: &'static str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn required(name: &'static str) -> Result<String, InitError> {
+    var(name).ok_or(InitError::Missing(name))
+}
+
+fn number(name: &'static str, default: u64) -> Result<u64, InitError> {
+    var(name).map_or(Ok(default), |v| {
+        v.trim().parse().map_err(|_| InitError::Number(name))
+    })
+}
+
+/// A comma-separated list (empty when unset).
+fn list(name: &'static str) -> Vec<String> {
+    var(name)
+        .map(|v| {
+            v.split(',')
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The functions' configuration, read from the environment the SAM template sets.
+#[derive(Debug, Clone)]
+pub struct LambdaSettings {
+    pub table: String,
+    pub keys: KeyParams,
+    pub key_refresh: Duration,
+    /// Base URL for documents and receipts; none: `https://` + the API's domain name, learnt
+    /// from the first request (the template cannot name its own API URL without a cycle).
+    pub public_url: Option<String>,
+    pub config: ServiceConfig,
+    pub facilitator_url: Option<String>,
+    pub facilitator_key_id: Option<String>,
+    /// Name of the SecureString holding the facilitator API key secret.
+    pub facilitator_key_secret_param: Option<String>,
+    /// Extra `Origin` values MCP accepts (the public URL's origin always is).
+    pub mcp_allowed_origins: Vec<String>,
+    /// `Host` values MCP accepts; empty: any (API Gateway only routes its own domains).
+    pub mcp_allowed_hosts: Vec<String>,
+}
+
+impl LambdaSettings {
+    /// Read the settings; every required variable missing is an error.
+    pub fn from_env() -> Result<Self, InitError> {
+        let defaults = ServiceConfig::default();
+        let hard = number("VERIFIER_MAX_BODY_BYTES", defaults.hard_body_limit as u64)? as usize;
+        let config = ServiceConfig {
+            public_url: String::new(),
+            free_per_day: number("VERIFIER_FREE_ALLOWANCE_PER_DAY", defaults.free_per_day)?,
+            free_body_limit: (number(
+                "VERIFIER_FREE_BODY_LIMIT_BYTES",
+                defaults.free_body_limit as u64,
+            )? as usize)
+                .min(hard),
+            hard_body_limit: hard,
+            price_verify_units: number("VERIFIER_PRICE_VERIFY_UNITS", defaults.price_verify_units)?,
+            price_score_units: number("VERIFIER_PRICE_SCORE_UNITS", defaults.price_score_units)?,
+            pay_to_base: var("VERIFIER_PAY_TO_BASE"),
+            pay_to_solana: var("VERIFIER_PAY_TO_SOLANA"),
+            solana_fee_payer: var("VERIFIER_SOLANA_FEE_PAYER"),
+            payment_timeout_seconds: defaults.payment_timeout_seconds,
+        };
+        Ok(LambdaSettings {
+            table: required("VERIFIER_TABLE")?,
+            keys: KeyParams {
+                signing: required("VERIFIER_SIGNING_KEY_PARAM")?,
+                ring: required("VERIFIER_PUBLIC_KEYS_PARAM")?,
+            },
+            key_refresh: Duration::from_secs(number("VERIFIER_KEY_REFRESH_SECONDS", 300)?.max(10)),
+            public_url: var("VERIFIER_PUBLIC_URL"),
+            config,
+            facilitator_url: var("VERIFIER_FACILITATOR_URL"),
+            facilitator_key_id: var("VERIFIER_FACILITATOR_KEY_ID"),
+            facilitator_key_secret_param: var("VERIFIER_FACILITATOR_KEY_SECRET_PARAM"),
+            mcp_allowed_origins: list("VERIFIER_MCP_ALLOWED_ORIGINS"),
+            mcp_allowed_hosts: list("VERIFIER_MCP_ALLOWED_HOSTS"),
+        })
+    }
+}
+
+/// Everything built once at init, before the public URL is known.
+pub struct Init {
+    pub settings: LambdaSettings,
+    pub keys: Arc<SsmKeys>,
+    pub store: Arc<DynamoStore>,
+    pub facilitator: FacilitatorSettings,
+}
+
+impl Init {
+    /// Build the SDK clients, load the key (and the facilitator secret), start the refresh.
+    pub async fn new(settings: LambdaSettings) -> Result<Self, InitError> {
+        let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let ssm = aws_sdk_ssm::Client::new(&sdk);
+        let keys = SsmKeys::load(&ssm, &settings.keys).await?;
+        keys.spawn_refresh(ssm.clone(), settings.keys.clone(), settings.key_refresh);
+        let key_secret = match &settings.facilitator_key_secret_param {
+            Some(name) => Some(verifier_core::ssm_keys::secret(&ssm, name).await?),
+            None => None,
+        };
+        let facilitator = FacilitatorSettings {
+            url: settings.facilitator_url.clone(),
+            bearer: None,
+            key_id: settings.facilitator_key_id.clone(),
+            key_secret,
+        };
+        // Fail at init on a broken facilitator configuration, not on the first paid call.
+        facilitator.facilitator().map_err(InitError::Facilitator)?;
+        Ok(Init {
+            store: Arc::new(DynamoStore::new(
+                aws_sdk_dynamodb::Client::new(&sdk),
+                &settings.table,
+            )),
+            keys,
+            facilitator,
+            settings,
+        })
+    }
+
+    /// The services for a public URL.
+    pub async fn services(&self, public_url: &str) -> Result<Arc<Services>, InitError> {
+        let config = ServiceConfig {
+            public_url: public_url.trim_end_matches('/').to_owned(),
+            ..self.settings.config.clone()
+        };
+        let facilitator = self
+            .facilitator
+            .facilitator()
+            .map_err(InitError::Facilitator)?;
+        let payments = PaymentGate::new(facilitator, config.solana_fee_payer.clone());
+        payments.refresh_supported().await;
+        Ok(Arc::new(Services {
+            engine: Engine::new(EngineConfig {
+                public_url: config.public_url.clone(),
+                ..EngineConfig::default()
+            }),
+            config,
+            keys: self.keys.clone(),
+            store: self.store.clone(),
+            clock: Arc::new(verifier_core::clock::SystemClock),
+            payments,
+        }))
+    }
+}
+
+/// The caller's address from the API Gateway request context (`sam local` writes it with a
+/// `/32` suffix).
+async fn client_address(mut req: Request, next: Next) -> Response {
+    let ip = match req.extensions().get::<RequestContext>() {
+        Some(RequestContext::ApiGatewayV2(ctx)) => ctx.http.source_ip.clone(),
+        Some(RequestContext::ApiGatewayV1(ctx)) => ctx.identity.source_ip.clone(),
+        _ => None,
+    };
+    if let Some(ip) = ip {
+        req.extensions_mut()
+            .insert(ClientAddr(crate::client::normalize_source_ip(&ip)));
+    }
+    next.run(req).await
+}
+
+/// A function's router as Lambda serves it: the client address from the request context,
+/// CORS, and a 404 in the error shape for routes of other functions.
+pub fn app(router: Router, services: &Arc<Services>) -> Router {
+    let config = Arc::new(services.config.clone());
+    router
+        .fallback(move || {
+            let config = config.clone();
+            async move { respond::error(&verifier_core::errors::ApiError::NotFound, &config) }
+        })
+        .layer(crate::cors::layer())
+        .layer(middleware::from_fn(client_address))
+}
+
+/// The public URL a request came through: `https://` + `requestContext.domainName`.
+pub fn public_url_of(req: &lambda_http::Request) -> String {
+    let domain = match req.extensions().get::<RequestContext>() {
+        Some(RequestContext::ApiGatewayV2(ctx)) => ctx.domain_name.clone(),
+        Some(RequestContext::ApiGatewayV1(ctx)) => ctx.domain_name.clone(),
+        _ => None,
+    };
+    let host = domain.or_else(|| {
+        req.headers()
+            .get("host")
+            .and_then(|h| h.to_str().ok())
+            .map(str::to_owned)
+    });
+    format!("https://{}", host.unwrap_or_else(|| "localhost".into()))
+}
+
+/// Run a function on Lambda: init (failing loudly), then serve every invocation with the
+/// router `build` makes (built on the first request when the public URL is not configured).
+pub async fn run<F>(build: F) -> Result<(), lambda_http::Error>
+where
+    F: Fn(Arc<Services>, &LambdaSettings) -> Router + Send + Sync + 'static,
+{
+    let build = Arc::new(build);
+    init_tracing();
+    let settings =
+        LambdaSettings::from_env().inspect_err(|e| tracing::error!(error = %e, "init failed"))?;
+    let init = Arc::new(
+        Init::new(settings)
+            .await
+            .inspect_err(|e| tracing::error!(error = %e, "init failed"))?,
+    );
+    let app: Arc<OnceCell<Router>> = Arc::new(OnceCell::new());
+    if let Some(url) = init.settings.public_url.clone() {
+        let services = init.services(&url).await?;
+        let _ = app.set(self::app(
+            build(services.clone(), &init.settings),
+            &services,
+        ));
+    }
+    lambda_http::run(lambda_http::service_fn(move |req: lambda_http::Request| {
+        let init = init.clone();
+        let app = app.clone();
+        let build = build.clone();
+        async move {
+            let router = app
+                .get_or_try_init(|| async {
+                    let services = init.services(&public_url_of(&req)).await?;
+                    let router = build(services.clone(), &init.settings);
+                    Ok::<_, InitError>(self::app(router, &services))
+                })
+                .await?
+                .clone();
+            let response = router
+                .oneshot(req.map(axum::body::Body::new))
+                .await
+                .map_err(|e| -> lambda_http::Error { Box::new(e) })?;
+            Ok::<_, lambda_http::Error>(response)
+        }
+    }))
+    .await
+}
+
+/// JSON logs with the Lambda runtime's subscriber (`AWS_LAMBDA_LOG_FORMAT`, `AWS_LAMBDA_LOG_LEVEL`).
+pub fn init_tracing() {
+    lambda_http::tracing::init_default_subscriber();
+}

@@ -1,0 +1,22 @@
+//! The mcp Lambda function: POST /mcp (MCP Streamable HTTP, stateless) behind API Gateway.
+//! Everything is built once at init (configuration, SDK clients, the signing key from SSM);
+//! missing configuration fails the init.
+
+use mcp_function::McpAccess;
+
+/// mimalloc: the request path allocates many small, short-lived values.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    function_common::lambda::run(|services, settings| {
+        let access = McpAccess::behind_gateway(
+            &services.config.public_url,
+            &settings.mcp_allowed_origins,
+            &settings.mcp_allowed_hosts,
+        );
+        mcp_function::router(services, &access)
+    })
+    .await
+}

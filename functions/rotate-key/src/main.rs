@@ -1,0 +1,25 @@
+//! The rotate-key Lambda function (EventBridge schedule, or `aws lambda invoke` by hand).
+
+use lambda_runtime::{Error, LambdaEvent, service_fn};
+use rotate_key_function::{RotateSettings, handle};
+use serde_json::Value;
+use std::sync::Arc;
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    lambda_runtime::tracing::init_default_subscriber();
+    let settings = Arc::new(
+        RotateSettings::from_env().inspect_err(|e| tracing::error!(error = %e, "init failed"))?,
+    );
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let client = Arc::new(aws_sdk_ssm::Client::new(&sdk));
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
+        let settings = settings.clone();
+        let client = client.clone();
+        async move {
+            let rotation = handle(&client, &settings, &event.payload).await?;
+            Ok::<_, Error>(serde_json::to_value(rotation)?)
+        }
+    }))
+    .await
+}

@@ -1,0 +1,237 @@
+//! Key rotation on moto's SSM and KMS (started by scripts/test.sh; `AWS_ENDPOINT_URL_SSM`):
+//! the first run creates the SecureString, each run adds one key to the ring and never
+//! removes one, the functions' key source loads and refreshes the active key, and receipts
+//! signed before and after a rotation both verify against the agent card's key list.
+
+use rotate_key_function::{RotateSettings, handle};
+use serde_json::Value;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use verifier_core::attest::verify_receipt;
+use verifier_core::config::ServiceConfig;
+use verifier_core::keys::{KeySource, parse_key_list};
+use verifier_core::service::Services;
+use verifier_core::ssm_keys::{KeyParams, SsmKeyError, SsmKeys};
+use verifier_core::store::embedded::EmbeddedStore;
+use verifier_core::{Engine, EngineConfig};
+
+async fn clients() -> Option<(aws_sdk_ssm::Client, aws_sdk_kms::Client)> {
+    if std::env::var("AWS_ENDPOINT_URL_SSM").is_err() {
+        assert!(
+            std::env::var("VERIFIER_REQUIRE_COMPONENTS").is_err(),
+            "moto is required (AWS_ENDPOINT_URL_SSM unset)"
+        );
+        eprintln!("skipped: AWS_ENDPOINT_URL_SSM is unset (scripts/test.sh starts moto)");
+        return None;
+    }
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    Some((
+        aws_sdk_ssm::Client::new(&sdk),
+        aws_sdk_kms::Client::new(&sdk),
+    ))
+}
+
+async fn settings(kms: &aws_sdk_kms::Client) -> RotateSettings {
+    let key = kms.create_key().send().await.expect("create KMS key");
+    let stage = uuid::Uuid::new_v4().simple().to_string();
+    RotateSettings {
+        params: KeyParams {
+            signing: format!("/agent-output-verifier/{stage}/signing-key"),
+            ring: format!("/agent-output-verifier/{stage}/public-keys"),
+        },
+        kms_key_id: key.key_metadata.expect("metadata").key_id,
+    }
+}
+
+fn event(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../events")
+        .join(name);
+    serde_json::from_str(&std::fs::read_to_string(path).expect("event")).expect("JSON")
+}
+
+fn services(keys: Arc<SsmKeys>, dir: &Path) -> Services {
+    let config = ServiceConfig {
+        public_url: "https://verifier.example".into(),
+        ..ServiceConfig::default()
+    };
+    Services {
+        engine: Engine::new(EngineConfig {
+            public_url: config.public_url.clone(),
+            ..EngineConfig::default()
+        }),
+        config,
+        keys,
+        store: Arc::new(EmbeddedStore::open(dir).expect("store")),
+        clock: Arc::new(verifier_core::clock::SystemClock),
+        payments: verifier_core::payments::PaymentGate::new(None, None),
+    }
+}
+
+fn receipt(s: &Services) -> Value {
+    let body = include_str!("../../../shared/tests/data/hosted-receipts.json");
+    let data: Value = serde_json::from_str(body).expect("json");
+    let request = data["receipts"][0]["request_body_json"]
+        .as_str()
+        .expect("body");
+    let req = s.engine.parse(request.as_bytes()).expect("valid request");
+    let v = s
+        .engine
+        .verify(&req, &s.keys.current(), s.clock.now())
+        .expect("verified");
+    serde_json::from_slice(&v.body).expect("JSON")
+}
+
+fn card_keys(s: &Services) -> Vec<verifier_core::keys::PublicKeyEntry> {
+    let card = discovery_function::card::agent_card(s);
+    let ext = card["capabilities"]["extensions"]
+        .as_array()
+        .expect("extensions")
+        .iter()
+        .find(|e| {
+            e["uri"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("urn:json-schema-verifier:extension:attestation:"))
+        })
+        .expect("attestation extension")
+        .clone();
+    parse_key_list(&ext["params"]["publicKeys"]).expect("key list")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rotation_creates_then_adds_keys_and_old_receipts_still_verify() {
+    let Some((ssm, kms)) = clients().await else {
+        return;
+    };
+    let settings = settings(&kms).await;
+
+    // Before the first rotation a function cannot start: no fallback key.
+    match SsmKeys::load(&ssm, &settings.params).await {
+        Err(SsmKeyError::Missing(name)) => assert_eq!(name, settings.params.signing),
+        Err(other) => panic!("expected Missing, got {other}"),
+        Ok(_) => panic!("keys loaded before any rotation"),
+    }
+
+    // First run (a manual invoke sends {}): creates the SecureString under the KMS key.
+    let first = handle(&ssm, &settings, &event("rotate-key-manual.json"))
+        .await
+        .expect("first rotation");
+    assert!(first.first);
+    assert_eq!(first.ring_size, 1);
+    let param = ssm
+        .get_parameter()
+        .name(&settings.params.signing)
+        .send()
+        .await
+        .expect("parameter")
+        .parameter
+        .expect("parameter");
+    assert_eq!(
+        param.r#type,
+        Some(aws_sdk_ssm::types::ParameterType::SecureString)
+    );
+    let described = ssm
+        .describe_parameters()
+        .parameter_filters(
+            aws_sdk_ssm::types::ParameterStringFilter::builder()
+                .key("Name")
+                .values(&settings.params.signing)
+                .build()
+                .expect("filter"),
+        )
+        .send()
+        .await
+        .expect("describe");
+    let key_id = described.parameters()[0].key_id().unwrap_or_default();
+    assert!(
+        key_id.contains(&settings.kms_key_id),
+        "{key_id} is not the customer-managed key {}",
+        settings.kms_key_id
+    );
+
+    let keys = SsmKeys::load(&ssm, &settings.params).await.expect("keys");
+    assert_eq!(keys.current().key_version(), first.key_version);
+    keys.spawn_refresh(
+        ssm.clone(),
+        settings.params.clone(),
+        Duration::from_millis(100),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = services(keys.clone(), dir.path());
+    let old_receipt = receipt(&s);
+    assert_eq!(
+        old_receipt["attestation"]["key_version"],
+        first.key_version.as_str()
+    );
+
+    // Second run (the scheduled event): a new active key, both in the ring.
+    let second = handle(&ssm, &settings, &event("scheduled.json"))
+        .await
+        .expect("second rotation");
+    assert!(!second.first);
+    assert_eq!(second.ring_size, 2);
+    assert_ne!(second.key_version, first.key_version);
+
+    // The running function picks the new key up on its refresh.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while keys.current().key_version() != second.key_version {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the refresh never saw the new key"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let new_receipt = receipt(&s);
+    assert_eq!(
+        new_receipt["attestation"]["key_version"],
+        second.key_version.as_str()
+    );
+
+    // The agent card lists both; both receipts verify with it, each under its own key.
+    let listed = card_keys(&s);
+    let versions: Vec<&str> = listed.iter().map(|k| k.key_version.as_str()).collect();
+    assert_eq!(
+        versions,
+        [first.key_version.as_str(), second.key_version.as_str()]
+    );
+    assert_eq!(
+        verify_receipt(&old_receipt, &listed)
+            .expect("old")
+            .key_version,
+        first.key_version
+    );
+    assert_eq!(
+        verify_receipt(&new_receipt, &listed)
+            .expect("new")
+            .key_version,
+        second.key_version
+    );
+    // A tampered receipt does not.
+    let mut tampered = new_receipt.clone();
+    tampered["result"] = "pass".into();
+    assert!(verify_receipt(&tampered, &listed).is_err());
+
+    // Twice in a row is safe: a third run adds a third key and keeps the first two.
+    let third = handle(&ssm, &settings, &Value::Null).await.expect("third");
+    assert_eq!(third.ring_size, 3);
+    let (_, ring) = verifier_core::ssm_keys::load(&ssm, &settings.params)
+        .await
+        .expect("load");
+    let versions: Vec<&str> = ring.iter().map(|k| k.key_version.as_str()).collect();
+    assert_eq!(
+        versions,
+        [
+            first.key_version.as_str(),
+            second.key_version.as_str(),
+            third.key_version.as_str()
+        ]
+    );
+}
+
+#[tokio::test]
+async fn missing_configuration_fails_loudly() {
+    // SAFETY of the test: this binary's other test sets no environment.
+    let err = RotateSettings::from_env().expect_err("no configuration in the test environment");
+    assert!(err.to_string().contains("must be set"), "{err}");
+}

@@ -1,0 +1,12 @@
+//! The score Lambda function: GET /score/{agent_id} and GET /reputation/{agent_id} behind API Gateway.
+//! Everything is built once at init (configuration, SDK clients, the signing key from SSM);
+//! missing configuration fails the init.
+
+/// mimalloc: the request path allocates many small, short-lived values.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    function_common::lambda::run(|services, _| score_function::router(services)).await
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Build every Lambda function for arm64 (provided.al2023) with cargo-lambda, the way
+# `sam build` does (BuildMethod rust-cargolambda), and print each bootstrap's size.
+#
+#   scripts/build-lambda.sh            # all five functions
+#   FUNCTIONS="verify mcp" scripts/build-lambda.sh
+#
+# Installs cargo-lambda and Zig from PyPI into .venv-lambda (scripts/requirements-lambda.txt)
+# and the aarch64-unknown-linux-gnu Rust target (rustup) when missing. Output:
+# target/lambda/<function>/bootstrap. Not part of the test command (it is a deploy step).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv=.venv-lambda
+if [ ! -x "$venv/bin/cargo-lambda" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/requirements-lambda.txt
+fi
+export PATH="$PWD/$venv/bin:$PATH"
+rustup target list --installed | grep -qx aarch64-unknown-linux-gnu \
+  || rustup target add aarch64-unknown-linux-gnu
+
+functions=${FUNCTIONS:-"verify score mcp discovery rotate-key"}
+args=()
+for f in $functions; do args+=(--bin "$f"); done
+cargo lambda build --release --arm64 --locked "${args[@]}"
+
+printf '%-12s %10s\n' function "bytes (MiB)"
+for f in $functions; do
+  size=$(stat -c %s "target/lambda/$f/bootstrap")
+  printf '%-12s %10s (%s)\n' "$f" "$size" "$(awk -v s="$size" 'BEGIN { printf "%.1f", s / 1048576 }')"
+done

@@ -1,0 +1,169 @@
+//! The Lambda init path on real components: the signing key from moto's SSM (a SecureString
+//! under a moto KMS key, made by the rotation), DynamoDB Local for the store; then API Gateway
+//! events through the verify and score functions: the allowance is counted in DynamoDB, the
+//! outcomes land in the agent's history, receipts verify against the SSM key ring.
+
+use function_common::lambda::{Init, LambdaSettings, app, public_url_of};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use std::time::Duration;
+use tower::ServiceExt;
+use verifier_core::attest::verify_receipt;
+use verifier_core::config::ServiceConfig;
+use verifier_core::keys::KeySource;
+use verifier_core::ssm_keys::KeyParams;
+use verifier_core::store::dynamo::DynamoStore;
+
+const EVENT: &str = include_str!("../../events/verify-schema-valid.json");
+const SCORE_EVENT: &str = include_str!("../../events/reputation-unknown-agent.json");
+
+fn components_available() -> bool {
+    let present = std::env::var("AWS_ENDPOINT_URL_SSM").is_ok()
+        && std::env::var("AWS_ENDPOINT_URL_DYNAMODB").is_ok();
+    if !present {
+        assert!(
+            std::env::var("VERIFIER_REQUIRE_COMPONENTS").is_err(),
+            "moto and DynamoDB Local are required (AWS_ENDPOINT_URL_SSM / _DYNAMODB unset)"
+        );
+        eprintln!("skipped: moto or DynamoDB Local is not running (scripts/test.sh starts both)");
+    }
+    present
+}
+
+/// The sample event, for a real agent (so the outcome is recorded).
+fn verify_event(agent: &str) -> lambda_http::Request {
+    let mut event: Value = serde_json::from_str(EVENT).expect("event");
+    let body = event["body"]
+        .as_str()
+        .expect("body")
+        .replace("\"test-seller-invoice-agent\"", &format!("\"{agent}\""));
+    event["headers"]["content-length"] = body.len().to_string().into();
+    event["body"] = body.into();
+    lambda_http::request::from_str(&event.to_string()).expect("API Gateway event")
+}
+
+fn reputation_event(agent: &str) -> lambda_http::Request {
+    let mut event: Value = serde_json::from_str(SCORE_EVENT).expect("event");
+    let path = format!("/reputation/{agent}");
+    event["rawPath"] = path.clone().into();
+    event["requestContext"]["http"]["path"] = path.into();
+    event["pathParameters"] = serde_json::json!({ "agent_id": agent });
+    lambda_http::request::from_str(&event.to_string()).expect("API Gateway event")
+}
+
+async fn call(router: &axum::Router, req: lambda_http::Request) -> (u16, Value) {
+    let response = router
+        .clone()
+        .oneshot(req.map(axum::body::Body::new))
+        .await
+        .expect("infallible");
+    let status = response.status().as_u16();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_loads_the_ssm_key_and_serves_on_dynamodb() {
+    if !components_available() {
+        return;
+    }
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let ssm = aws_sdk_ssm::Client::new(&sdk);
+    let kms = aws_sdk_kms::Client::new(&sdk);
+    let run = uuid::Uuid::new_v4().simple().to_string();
+    let keys = KeyParams {
+        signing: format!("/agent-output-verifier/{run}/signing-key"),
+        ring: format!("/agent-output-verifier/{run}/public-keys"),
+    };
+    let table = format!("lambda-{run}");
+    DynamoStore::from_env(&table)
+        .await
+        .create_table()
+        .await
+        .expect("table");
+    let settings = LambdaSettings {
+        table,
+        keys: keys.clone(),
+        key_refresh: Duration::from_secs(300),
+        public_url: None,
+        config: ServiceConfig {
+            free_per_day: 2,
+            pay_to_base: Some("0x1111111111111111111111111111111111111111".into()),
+            ..ServiceConfig::default()
+        },
+        facilitator_url: None,
+        facilitator_key_id: None,
+        facilitator_key_secret_param: None,
+        mcp_allowed_origins: vec![],
+        mcp_allowed_hosts: vec![],
+    };
+
+    // No key yet: init fails loudly, there is no fallback.
+    let err = Init::new(settings.clone())
+        .await
+        .err()
+        .expect("init without a key");
+    assert!(err.to_string().contains("rotation"), "{err}");
+
+    let kms_key = kms.create_key().send().await.expect("KMS key");
+    let kms_key_id = kms_key.key_metadata.expect("metadata").key_id;
+    let rotation = verifier_core::ssm_keys::rotate(&ssm, &keys, &kms_key_id)
+        .await
+        .expect("first key");
+    let init = Init::new(settings).await.expect("init");
+    assert_eq!(init.keys.current().key_version(), rotation.key_version);
+
+    // The public URL comes from the request context when it is not configured.
+    let url = public_url_of(&verify_event("x"));
+    assert_eq!(
+        url,
+        "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com"
+    );
+    let services = init.services(&url).await.expect("services");
+    let verify = app(verify_function::router(services.clone()), &services);
+    let score = app(score_function::router(services.clone()), &services);
+
+    let agent = format!("lambda-agent-{run}");
+    let mut statuses = Vec::new();
+    let mut receipt = Value::Null;
+    for _ in 0..3 {
+        let (status, body) = call(&verify, verify_event(&agent)).await;
+        statuses.push(status);
+        if status == 200 {
+            receipt = body;
+        }
+    }
+    assert_eq!(
+        statuses,
+        [200, 200, 402],
+        "allowance 2 per client address, counted in DynamoDB"
+    );
+    assert_eq!(
+        receipt["verify"]["public_key_url"],
+        format!("{url}/.well-known/agent-card.json")
+    );
+    let verified = verify_receipt(&receipt, &init.keys.public_keys()).expect("receipt verifies");
+    assert_eq!(verified.key_version, rotation.key_version);
+
+    let (status, reputation) = call(&score, reputation_event(&agent)).await;
+    assert_eq!(status, 200, "{reputation}");
+    assert_eq!(
+        reputation["fails"], 2,
+        "both answered (failing) verifications: {reputation}"
+    );
+    assert_eq!(reputation["passes"], 0, "{reputation}");
+}
+
+#[test]
+fn missing_configuration_fails_init() {
+    let err = LambdaSettings::from_env().expect_err("no VERIFIER_TABLE in the test environment");
+    assert!(err.to_string().contains("must be set"), "{err}");
+}
