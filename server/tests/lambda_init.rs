@@ -1,7 +1,9 @@
 //! The Lambda init path on real components: the signing key from moto's SSM (a SecureString
 //! under a moto KMS key, made by the rotation), DynamoDB Local for the store; then API Gateway
-//! events through the verify and score functions: the allowance is counted in DynamoDB, the
-//! outcomes land in the agent's history, receipts verify against the SSM key ring.
+//! events through the verify, discovery and score functions: the verify function signs with
+//! the rotated key, a second rotation is picked up by the refresh, the agent card lists both
+//! keys and receipts from before and after verify; the allowance is counted in DynamoDB and
+//! the outcomes land in the agent's history.
 
 use function_common::lambda::{Init, LambdaSettings, app, public_url_of};
 use http_body_util::BodyExt;
@@ -92,10 +94,10 @@ async fn init_loads_the_ssm_key_and_serves_on_dynamodb() {
     let settings = LambdaSettings {
         table,
         keys: keys.clone(),
-        key_refresh: Duration::from_secs(300),
+        key_refresh: Duration::from_millis(200),
         public_url: None,
         config: ServiceConfig {
-            free_per_day: 2,
+            free_per_day: 3,
             pay_to_base: Some("0x1111111111111111111111111111111111111111".into()),
             ..ServiceConfig::default()
         },
@@ -131,33 +133,94 @@ async fn init_loads_the_ssm_key_and_serves_on_dynamodb() {
     let verify = app(verify_function::router(services.clone()), &services);
     let score = app(score_function::router(services.clone()), &services);
 
+    let discovery = app(discovery_function::router(services.clone()), &services);
+
     let agent = format!("lambda-agent-{run}");
     let mut statuses = Vec::new();
-    let mut receipt = Value::Null;
-    for _ in 0..3 {
+    let mut before = Value::Null;
+    for _ in 0..2 {
         let (status, body) = call(&verify, verify_event(&agent)).await;
         statuses.push(status);
-        if status == 200 {
-            receipt = body;
-        }
+        before = body;
     }
     assert_eq!(
-        statuses,
-        [200, 200, 402],
-        "allowance 2 per client address, counted in DynamoDB"
-    );
-    assert_eq!(
-        receipt["verify"]["public_key_url"],
+        before["verify"]["public_key_url"],
         format!("{url}/.well-known/agent-card.json")
     );
-    let verified = verify_receipt(&receipt, &init.keys.public_keys()).expect("receipt verifies");
-    assert_eq!(verified.key_version, rotation.key_version);
+    assert_eq!(
+        before["attestation"]["key_version"],
+        rotation.key_version.as_str()
+    );
+
+    // The rotation runs again; the running function picks the new key up on its refresh.
+    let second = verifier_core::ssm_keys::rotate(&ssm, &keys, &kms_key_id)
+        .await
+        .expect("second key");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while init.keys.current().key_version() != second.key_version {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the refresh never saw the new key"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (status, after) = call(&verify, verify_event(&agent)).await;
+    statuses.push(status);
+    assert_eq!(
+        after["attestation"]["key_version"],
+        second.key_version.as_str()
+    );
+    let (status, _) = call(&verify, verify_event(&agent)).await;
+    statuses.push(status);
+    assert_eq!(
+        statuses,
+        [200, 200, 200, 402],
+        "allowance 3 per client address, counted in DynamoDB"
+    );
+
+    // The agent card (through the discovery function) lists both keys; both receipts verify.
+    let card_event = include_str!("../../events/discovery-agent-card.json");
+    let (status, card) = call(
+        &discovery,
+        lambda_http::request::from_str(card_event).expect("event"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let ext = card["capabilities"]["extensions"]
+        .as_array()
+        .expect("extensions")
+        .iter()
+        .find(|e| {
+            e["uri"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("urn:json-schema-verifier:extension:attestation:"))
+        })
+        .expect("attestation extension")
+        .clone();
+    let listed = verifier_core::keys::parse_key_list(&ext["params"]["publicKeys"]).expect("keys");
+    let versions: Vec<&str> = listed.iter().map(|k| k.key_version.as_str()).collect();
+    assert_eq!(
+        versions,
+        [rotation.key_version.as_str(), second.key_version.as_str()]
+    );
+    assert_eq!(
+        verify_receipt(&before, &listed)
+            .expect("receipt before the rotation")
+            .key_version,
+        rotation.key_version
+    );
+    assert_eq!(
+        verify_receipt(&after, &listed)
+            .expect("receipt after the rotation")
+            .key_version,
+        second.key_version
+    );
 
     let (status, reputation) = call(&score, reputation_event(&agent)).await;
     assert_eq!(status, 200, "{reputation}");
     assert_eq!(
-        reputation["fails"], 2,
-        "both answered (failing) verifications: {reputation}"
+        reputation["fails"], 3,
+        "every answered (failing) verification: {reputation}"
     );
     assert_eq!(reputation["passes"], 0, "{reputation}");
 }

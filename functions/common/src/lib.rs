@@ -1,6 +1,7 @@
 //! What every function's router shares: turning a [`Reply`](verifier_core::service::Reply)
 //! into an HTTP response, reading the client address and the payment header, and CORS.
 
+pub mod body;
 pub mod client;
 pub mod cors;
 pub mod lambda;

@@ -92,6 +92,34 @@ pub fn service(
 }
 
 /// The function's router: `/mcp` (GET and DELETE answer 405, as a stateless server does).
+/// The body is read whole here first, so a body that is too large, cut off or malformed gets
+/// the common error shape (413/400) rather than the transport's 500.
 pub fn router(services: Arc<Services>, access: &McpAccess) -> Router {
-    Router::new().route_service("/mcp", service(services, access))
+    let config = Arc::new(services.config.clone());
+    Router::new()
+        .route_service("/mcp", service(services, access))
+        .layer(axum::middleware::from_fn(
+            move |req: axum::extract::Request, next: axum::middleware::Next| {
+                let config = config.clone();
+                async move { buffered(req, next, &config).await }
+            },
+        ))
+}
+
+async fn buffered(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+    config: &verifier_core::config::ServiceConfig,
+) -> axum::response::Response {
+    let (parts, body) = req.into_parts();
+    match function_common::body::read_body(&parts.headers, body, config).await {
+        Ok(bytes) => {
+            next.run(axum::extract::Request::from_parts(
+                parts,
+                axum::body::Body::from(bytes),
+            ))
+            .await
+        }
+        Err(response) => response,
+    }
 }

@@ -84,6 +84,11 @@ fn allowance_key(client: &str, day: &str) -> String {
     format!("{client}|{day}")
 }
 
+/// redb's page cache. Its default (1 GiB) lets the resident set grow with every history
+/// record written; the hot pages (allowance items, agent counters, the newest outcomes) fit in
+/// a few MiB, and the OS page cache keeps the rest of the file close.
+const CACHE_BYTES: usize = 8 * 1024 * 1024;
+
 impl EmbeddedStore {
     /// Open (or create) the store file `verifier.redb` in `dir`, fsyncing every commit.
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
@@ -93,7 +98,12 @@ impl EmbeddedStore {
     /// Open (or create) the store with a durability mode.
     pub fn open_with(dir: &Path, durability: Durability) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir).map_err(backend)?;
-        let db = Arc::new(Database::create(dir.join("verifier.redb")).map_err(backend)?);
+        let db = Arc::new(
+            Database::builder()
+                .set_cache_size(CACHE_BYTES)
+                .create(dir.join("verifier.redb"))
+                .map_err(backend)?,
+        );
         {
             let txn = db.begin_write().map_err(backend)?;
             txn.open_table(ALLOWANCE).map_err(backend)?;

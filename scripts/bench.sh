@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Benchmark of the local server on the embedded store, with a real load generator (wrk).
+#
+# What it does:
+#   1. installs wrk (Debian package) if it is missing, and builds the release binary
+#      (`cargo build --release --locked -p verifier`);
+#   2. cold start: starts `verifier serve` COLD_RUNS times, each on a fresh data directory, and
+#      measures process start to the first 200 on GET /health and on POST /verify/schema
+#      (scripts/bench/coldstart.py); prints the medians;
+#   3. for each variant, starts a fresh server (fresh temp data dir, free allowance 1e9 so every
+#      answer is a real signed verification, never a 402), checks that one request returns 200
+#      with a signed receipt, then drives POST /verify/schema with the hosted invoice example
+#      (shared/tests/data/hosted-receipts.json, receipts[0].request_body_json) with
+#      `wrk --latency` at each connection count (1 thread for 1 connection, 2 otherwise);
+#      reads the server's peak RSS (VmHWM in /proc/PID/status) after its load runs;
+#   4. prints a summary table (requests/s, p50, p99, non-2xx, socket errors, peak RSS) and fails
+#      if any response was not 2xx or any socket error occurred.
+#
+# Variants:
+#   test  the example as is: agent id `test-seller-invoice-agent` (test- ids write no history;
+#         the free-allowance claim per client address is still a store write);
+#   real  the same body with agent id `seller-bench`: every answer also records its outcome
+#         in the agent's history (the full store write path, fsynced by group commit).
+#
+# Environment:
+#   DURATION   wrk duration of each run (default 15s)
+#   CONNS      connection counts (default "1 32 128")
+#   VARIANTS   variants to run (default "test real")
+#   COLD_RUNS  cold-start runs (default 7; 0 skips)
+#   PIN        "1": server on CPU 0 and wrk on CPU 1 (taskset); default: no pinning
+#   DURABILITY server --durability (default sync)
+#   WARMUP     warm-up duration before each variant (default 2s)
+#
+# Usage: scripts/bench.sh            (about 2 x 3 x DURATION plus a few seconds)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=${DURATION:-15s}
+CONNS=${CONNS:-1 32 128}
+VARIANTS=${VARIANTS:-test real}
+COLD_RUNS=${COLD_RUNS:-7}
+PIN=${PIN:-0}
+DURABILITY=${DURABILITY:-sync}
+WARMUP=${WARMUP:-2s}
+
+sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+if ! command -v wrk >/dev/null; then
+  sudo_if_needed apt-get update -qq
+  sudo_if_needed apt-get install -y -qq wrk
+fi
+for tool in curl python3; do
+  command -v "$tool" >/dev/null || { echo "bench.sh needs $tool" >&2; exit 1; }
+done
+
+cargo build --release --locked -p verifier
+bin=$PWD/target/release/verifier
+
+work=$(mktemp -d)
+pid=""
+cleanup() {
+  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The request bodies: the hosted invoice example, and the same with a non-test agent id.
+python3 - "$work" <<'PY'
+import json, sys
+r = json.load(open("shared/tests/data/hosted-receipts.json"))["receipts"][0]
+open(f"{sys.argv[1]}/body-test.json", "w").write(r["request_body_json"])
+body = json.loads(r["request_body_json"])
+assert body["agent_id"].startswith("test-"), body["agent_id"]
+body["agent_id"] = "seller-bench"
+open(f"{sys.argv[1]}/body-real.json", "w").write(json.dumps(body, indent=2))
+PY
+
+server_cpu=() wrk_cpu=() pin_arg=""
+if [ "$PIN" = 1 ]; then
+  server_cpu=(taskset -c 0) wrk_cpu=(taskset -c 1) pin_arg=0
+fi
+
+echo "== machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p'), $(free -m | awk '/^Mem:/ {print $2}') MiB RAM, $(uname -sr)"
+echo "== wrk: $(wrk --version 2>&1 | head -1 | cut -d' ' -f1-2); duration $DURATION; durability $DURABILITY; pinning: $([ "$PIN" = 1 ] && echo 'server CPU 0, wrk CPU 1' || echo none)"
+
+cold=""
+if [ "$COLD_RUNS" -gt 0 ]; then
+  echo "== cold start ($COLD_RUNS runs, fresh data dir each)"
+  python3 scripts/bench/coldstart.py "$bin" "$work/body-test.json" "$COLD_RUNS" $pin_arg | tee "$work/cold.txt"
+  cold=$(grep '^COLD' "$work/cold.txt")
+fi
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+rows=()
+failed=0
+for variant in $VARIANTS; do
+  body=$work/body-$variant.json
+  [ -f "$body" ] || { echo "unknown variant $variant" >&2; exit 1; }
+  echo "== variant $variant (agent id $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["agent_id"])' "$body"))"
+  port=$(free_port)
+  data=$work/data-$variant
+  RUST_LOG=warn "${server_cpu[@]}" "$bin" serve --listen "127.0.0.1:$port" --data-dir "$data" \
+    --free-allowance-per-day 1000000000 --durability "$DURABILITY" >"$work/server-$variant.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1000); do
+    curl -sf "http://127.0.0.1:$port/health" >/dev/null && break
+    sleep 0.01
+  done
+  url=http://127.0.0.1:$port/verify/schema
+  # One real verification first: 200 and a signed receipt (not a 402 or an error).
+  code=$(curl -s -o "$work/first.json" -w '%{http_code}' -H 'content-type: application/json' \
+    --data-binary @"$body" "$url")
+  python3 - "$work/first.json" "$code" <<'PY'
+import json, sys
+code = sys.argv[2]
+doc = json.load(open(sys.argv[1]))
+assert code == "200", f"expected 200, got {code}: {doc}"
+assert doc.get("attestation", {}).get("signature"), "no signed attestation in the answer"
+print(f"   first answer: 200, result={doc['result']}, signed by {doc['attestation'].get('key_version', '?')}")
+PY
+  BENCH_BODY=$body "${wrk_cpu[@]}" wrk -t2 -c32 -d"$WARMUP" -s scripts/bench/post.lua "$url" >/dev/null
+  for c in $CONNS; do
+    threads=$(( c < 2 ? 1 : 2 ))
+    out=$(BENCH_BODY=$body "${wrk_cpu[@]}" wrk -t"$threads" -c"$c" -d"$DURATION" --latency \
+      -s scripts/bench/post.lua "$url")
+    line=$(echo "$out" | grep '^BENCH')
+    get() { echo "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+    errs=$(( $(get connect) + $(get read) + $(get write) + $(get timeout) ))
+    non2xx=$(get non2xx)
+    if [ "$non2xx" != 0 ] || [ "$errs" != 0 ]; then failed=1; fi
+    printf -v row '| %-7s | %5s | %10s | %9.2f | %9.2f | %9.2f | %7s | %6s |' "$variant" "$c" \
+      "$(get rps)" "$(echo "$(get p50_us)/1000" | bc -l)" "$(echo "$(get p99_us)/1000" | bc -l)" \
+      "$(echo "$(get max_us)/1000" | bc -l)" "$non2xx" "$errs"
+    echo "$row"
+    rows+=("$row")
+  done
+  hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
+  rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
+  rows+=("| $variant: peak RSS (VmHWM) $(( hwm / 1024 )) MiB ($hwm kB), RSS at end $(( rss / 1024 )) MiB |")
+  if grep -qiE 'panick|ERROR' "$work/server-$variant.log"; then
+    echo "server log of $variant has errors or panics:" >&2
+    grep -iE 'panick|ERROR' "$work/server-$variant.log" | head >&2
+    failed=1
+  fi
+  kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+done
+
+echo
+echo "== summary (POST /verify/schema, hosted invoice example, $DURATION per run)"
+echo "| variant | conns | requests/s | p50 (ms) | p99 (ms) | max (ms) | non-2xx | socket errors |"
+echo "|---------|-------|------------|----------|----------|----------|---------|---------------|"
+printf '%s\n' "${rows[@]}"
+[ -n "$cold" ] && echo "cold start: $cold"
+if [ "$failed" != 0 ]; then
+  echo "FAILED: some responses were not 2xx, a socket error occurred, or the server logged an error" >&2
+  exit 1
+fi
+echo "OK: zero non-2xx responses"
