@@ -12,7 +12,6 @@
 
 use axum::Router;
 use axum::extract::Request;
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use libfuzzer_sys::fuzz_target;
