@@ -186,18 +186,7 @@ async fn init_loads_the_ssm_key_and_serves_on_dynamodb() {
     )
     .await;
     assert_eq!(status, 200);
-    let ext = card["capabilities"]["extensions"]
-        .as_array()
-        .expect("extensions")
-        .iter()
-        .find(|e| {
-            e["uri"]
-                .as_str()
-                .is_some_and(|u| u.starts_with("urn:json-schema-verifier:extension:attestation:"))
-        })
-        .expect("attestation extension")
-        .clone();
-    let listed = verifier_core::keys::parse_key_list(&ext["params"]["publicKeys"]).expect("keys");
+    let listed = verifier_core::keys::parse_key_list(&card).expect("the card lists its keys");
     let versions: Vec<&str> = listed.iter().map(|k| k.key_version.as_str()).collect();
     assert_eq!(
         versions,

@@ -191,7 +191,8 @@ pub async fn rotate(
     );
     let identity = SigningIdentity::from_seed(version.clone(), &fresh.seed())?;
 
-    let first = get(client, &params.signing, true).await?.is_none();
+    // Whether a key exists yet; no need to decrypt it for that.
+    let first = get(client, &params.signing, false).await?.is_none();
     let entry = identity.public_entry();
     publish(client, &params.ring, &entry).await?;
     let secret = serde_json::to_string(&StoredKey {

@@ -84,19 +84,7 @@ fn receipt(s: &Services) -> Value {
 }
 
 fn card_keys(s: &Services) -> Vec<verifier_core::keys::PublicKeyEntry> {
-    let card = discovery_function::card::agent_card(s);
-    let ext = card["capabilities"]["extensions"]
-        .as_array()
-        .expect("extensions")
-        .iter()
-        .find(|e| {
-            e["uri"]
-                .as_str()
-                .is_some_and(|u| u.starts_with("urn:json-schema-verifier:extension:attestation:"))
-        })
-        .expect("attestation extension")
-        .clone();
-    parse_key_list(&ext["params"]["publicKeys"]).expect("key list")
+    parse_key_list(&discovery_function::card::agent_card(s)).expect("the card lists its keys")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

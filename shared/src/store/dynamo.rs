@@ -319,20 +319,16 @@ impl Store for DynamoStore {
     ) -> Result<FreeClaim, StoreError> {
         let update = self.allowance_update(client, day, limit)?;
         let Some(o) = outcome else {
-            // The allowance alone: one conditional update.
+            // The allowance alone: the same conditional update, on its own.
             let result = self
                 .client
                 .update_item()
-                .table_name(&self.table)
-                .key("pk", s(allowance_key(client, day)))
-                .key("sk", s("ALLOW"))
-                .update_expression("ADD #used :one SET #exp = if_not_exists(#exp, :exp)")
-                .condition_expression("attribute_not_exists(#used) OR #used < :limit")
-                .expression_attribute_names("#used", "used")
-                .expression_attribute_names("#exp", "expires_at")
-                .expression_attribute_values(":one", n(1))
-                .expression_attribute_values(":limit", n(limit))
-                .expression_attribute_values(":exp", n(allowance_expiry(day)))
+                .table_name(update.table_name())
+                .set_key(Some(update.key().clone()))
+                .update_expression(update.update_expression())
+                .set_condition_expression(update.condition_expression().map(str::to_owned))
+                .set_expression_attribute_names(update.expression_attribute_names().cloned())
+                .set_expression_attribute_values(update.expression_attribute_values().cloned())
                 .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
@@ -343,20 +339,14 @@ impl Store for DynamoStore {
                 Ok(out) => Ok(FreeClaim::Granted {
                     used: out.attributes.as_ref().map_or(1, |a| num(a, "used")),
                 }),
-                Err(SdkError::ServiceError(se))
-                    if matches!(
-                        se.err(),
-                        aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(_)
-                    ) =>
-                {
-                    let used = match se.err() {
-                        aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(c) => {
-                            c.item().map_or(limit, |i| num(i, "used"))
-                        }
-                        _ => limit,
-                    };
-                    Ok(FreeClaim::Exhausted { used })
-                }
+                Err(SdkError::ServiceError(se)) => match se.err() {
+                    aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(c) => {
+                        Ok(FreeClaim::Exhausted {
+                            used: c.item().map_or(limit, |i| num(i, "used")),
+                        })
+                    }
+                    _ => Err(classify(SdkError::ServiceError(se))),
+                },
                 Err(e) => Err(classify(e)),
             };
         };
