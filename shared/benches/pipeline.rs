@@ -5,7 +5,9 @@
 //! - `full_pipeline_cached`: parse + verify on a warm engine (hashes, checks, report, signature);
 //! - `pipeline_minus_signature`: parse + hashes + cached schema + every check + the report
 //!   serialized + the RFC 8785 signing document: everything but the Ed25519 signature;
-//! - `sign_only`: the Ed25519 signature over the invoice's signing document.
+//! - `sign_only`: the Ed25519 signature over the invoice's signing document;
+//! - `stage_*`: the unsigned part stage by stage: parsing and validating the request, the
+//!   report (hashes, schema, rules, content), the canonical signing document, the JSON body.
 //!
 //! Run: `cargo bench -p verifier-core --bench pipeline -- --warm-up-time 1 --measurement-time 3`.
 
@@ -103,6 +105,33 @@ fn pipeline(c: &mut Criterion) {
             let req = warm.parse(black_box(&body)).expect("valid");
             black_box(verify_unsigned(&warm, &req))
         })
+    });
+
+    // Where the unsigned time goes, stage by stage.
+    c.bench_function("stage_parse", |b| {
+        b.iter(|| black_box(warm.parse(black_box(&body)).expect("valid")))
+    });
+    c.bench_function("stage_report", |b| {
+        b.iter(|| {
+            black_box(
+                warm.report(&req, "bench", OffsetDateTime::now_utc())
+                    .expect("the request verifies"),
+            )
+        })
+    });
+    let (response, _) = warm
+        .report(&req, "bench", OffsetDateTime::now_utc())
+        .expect("the request verifies");
+    c.bench_function("stage_signing_document", |b| {
+        b.iter(|| {
+            black_box(
+                signed_document(VERIFY_CONTEXT, "bench", &response.verified_at, &response)
+                    .expect("the response canonicalizes"),
+            )
+        })
+    });
+    c.bench_function("stage_response_json", |b| {
+        b.iter(|| black_box(serde_json::to_vec(&response).expect("the response serializes")))
     });
 
     // The invoice's real signing document (~2.4 KB).

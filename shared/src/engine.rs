@@ -105,16 +105,32 @@ fn schema_problem(e: &SchemaError) -> InvalidRequest {
 /// Format a time as RFC 3339 with microseconds and `+00:00`.
 pub fn rfc3339_micros(t: OffsetDateTime) -> String {
     let t = t.to_offset(time::UtcOffset::UTC);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}+00:00",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second(),
-        t.microsecond()
-    )
+    let mut out = String::with_capacity(32);
+    // Years outside 0..=9999 cannot come from the clock; they print as their digits.
+    let year = u32::try_from(t.year()).unwrap_or(0);
+    push_padded(&mut out, year, 4);
+    out.push('-');
+    push_padded(&mut out, u32::from(u8::from(t.month())), 2);
+    out.push('-');
+    push_padded(&mut out, u32::from(t.day()), 2);
+    out.push('T');
+    push_padded(&mut out, u32::from(t.hour()), 2);
+    out.push(':');
+    push_padded(&mut out, u32::from(t.minute()), 2);
+    out.push(':');
+    push_padded(&mut out, u32::from(t.second()), 2);
+    out.push('.');
+    push_padded(&mut out, t.microsecond(), 6);
+    out.push_str("+00:00");
+    out
+}
+
+/// `value` in decimal, zero-padded to at least `width` digits.
+fn push_padded(out: &mut String, value: u32, width: usize) {
+    let mut digits = itoa::Buffer::new();
+    let text = digits.format(value);
+    out.extend(std::iter::repeat_n('0', width.saturating_sub(text.len())));
+    out.push_str(text);
 }
 
 impl Engine {
@@ -274,5 +290,18 @@ impl Engine {
             verification_id,
             verified_at,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_zero_padded_utc_with_microseconds() {
+        let t = time::macros::datetime!(2026-01-02 03:04:05.000_007 +02:00);
+        assert_eq!(rfc3339_micros(t), "2026-01-02T01:04:05.000007+00:00");
+        let t = time::macros::datetime!(2026-12-31 23:59:59.999_999 UTC);
+        assert_eq!(rfc3339_micros(t), "2026-12-31T23:59:59.999999+00:00");
     }
 }

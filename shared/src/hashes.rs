@@ -60,25 +60,42 @@ fn write_filled(
     given: Option<&Map<String, Value>>,
     defaults: &[(&str, Filler)],
 ) {
-    let mut members: Vec<(&str, Result<&Value, Filler>)> = defaults
-        .iter()
-        .filter(|(k, _)| given.is_none_or(|g| !g.contains_key(*k)))
-        .map(|(k, d)| (*k, Err(*d)))
+    let mut sent: Vec<(&str, &Value)> = given
+        .into_iter()
+        .flat_map(|g| g.iter().map(|(k, v)| (k.as_str(), v)))
         .collect();
-    if let Some(g) = given {
-        members.extend(g.iter().map(|(k, v)| (k.as_str(), Ok(v))));
-    }
-    members.sort_unstable_by(|a, b| crate::canonical::utf16_cmp(a.0, b.0));
+    sent.sort_unstable_by(|a, b| crate::canonical::utf16_cmp(a.0, b.0));
+    // Merge two sorted lists; a member sent wins over the default of the same key.
+    let (mut sent, mut defaults) = (sent.into_iter().peekable(), defaults.iter().peekable());
     out.push(b'{');
-    for (i, (key, value)) in members.into_iter().enumerate() {
-        if i > 0 {
+    let mut first = true;
+    loop {
+        let take_sent = match (sent.peek(), defaults.peek()) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some((key, _)), Some((default, _))) => {
+                let order = crate::canonical::utf16_cmp(key, default);
+                if order == std::cmp::Ordering::Equal {
+                    defaults.next();
+                }
+                order != std::cmp::Ordering::Greater
+            }
+        };
+        if !first {
             out.push(b',');
         }
-        write_string(out, key);
-        out.push(b':');
-        match value {
-            Ok(v) => write_value(out, v),
-            Err(d) => write_default(out, d),
+        first = false;
+        if take_sent {
+            if let Some((key, value)) = sent.next() {
+                write_string(out, key);
+                out.push(b':');
+                write_value(out, value);
+            }
+        } else if let Some((key, filler)) = defaults.next() {
+            write_string(out, key);
+            out.push(b':');
+            write_default(out, *filler);
         }
     }
     out.push(b'}');

@@ -471,13 +471,15 @@ fn id_field(
     name: &str,
     required: bool,
 ) -> Option<String> {
-    let fix = format!(
-        "Send {name} as a string of 1 to {MAX_ID_CHARS} characters{}.",
-        if required { "" } else { ", or null" }
-    );
+    let fix = || {
+        format!(
+            "Send {name} as a string of 1 to {MAX_ID_CHARS} characters{}.",
+            if required { "" } else { ", or null" }
+        )
+    };
     match value {
         None if required => {
-            problems.push(missing(name, &fix));
+            problems.push(missing(name, &fix()));
             None
         }
         None => None,
@@ -485,13 +487,13 @@ fn id_field(
         Some(Value::String(s)) => {
             let n = s.chars().count();
             if n == 0 {
-                problems.push(FieldProblem::new(name, "is empty", fix));
+                problems.push(FieldProblem::new(name, "is empty", fix()));
                 None
             } else if n > MAX_ID_CHARS {
                 problems.push(FieldProblem::new(
                     name,
                     format!("is longer than {MAX_ID_CHARS} characters"),
-                    fix,
+                    fix(),
                 ));
                 None
             } else {
@@ -499,7 +501,7 @@ fn id_field(
             }
         }
         Some(_) => {
-            problems.push(FieldProblem::new(name, "has the wrong type", fix));
+            problems.push(FieldProblem::new(name, "has the wrong type", fix()));
             None
         }
     }
@@ -520,14 +522,18 @@ fn bool_field(problems: &mut Vec<FieldProblem>, value: Option<&Value>, name: &st
     }
 }
 
-fn path_at(problems: &mut Vec<FieldProblem>, value: &Value, at: String) -> Option<FieldPath> {
+fn path_at(
+    problems: &mut Vec<FieldProblem>,
+    value: &Value,
+    at: impl FnOnce() -> String,
+) -> Option<FieldPath> {
     const FIX: &str = "Send a path of dotted field names, with [] for every element of an array, e.g. 'total' or 'items[].price'.";
     match value {
         Value::String(s) => match FieldPath::parse(s) {
             Ok(p) => Some(p),
             Err(e) => {
                 problems.push(FieldProblem::new(
-                    at,
+                    at(),
                     format!("is not a valid path: it {e}"),
                     FIX,
                 ));
@@ -535,18 +541,22 @@ fn path_at(problems: &mut Vec<FieldProblem>, value: &Value, at: String) -> Optio
             }
         },
         _ => {
-            problems.push(FieldProblem::new(at, "has the wrong type", FIX));
+            problems.push(FieldProblem::new(at(), "has the wrong type", FIX));
             None
         }
     }
 }
 
-fn number_at(problems: &mut Vec<FieldProblem>, value: &Value, at: String) -> Option<(f64, Value)> {
+fn number_at(
+    problems: &mut Vec<FieldProblem>,
+    value: &Value,
+    at: impl FnOnce() -> String,
+) -> Option<(f64, Value)> {
     match value.as_f64() {
         Some(n) if value.is_number() => Some((n, value.clone())),
         _ => {
             problems.push(FieldProblem::new(
-                at,
+                at(),
                 "has the wrong type",
                 "Send a number.",
             ));
@@ -572,11 +582,9 @@ fn parse_bounds(problems: &mut Vec<FieldProblem>, sent: &Value) -> Vec<Bound> {
     for (i, (path_text, spec)) in map.iter().enumerate() {
         // A bound's key is the caller's path text; report it by position, not by quoting it.
         let at = format!("bounds[{i}]");
-        let path = path_at(
-            problems,
-            &Value::String(path_text.clone()),
-            format!("{at} (key)"),
-        );
+        let path = path_at(problems, &Value::String(path_text.clone()), || {
+            format!("{at} (key)")
+        });
         let Value::Object(spec) = spec else {
             problems.push(FieldProblem::new(
                 at,
@@ -596,9 +604,11 @@ fn parse_bounds(problems: &mut Vec<FieldProblem>, sent: &Value) -> Vec<Bound> {
                 "Use only min, max and if_present.",
             ));
         }
-        let min = opt_number(problems, spec.get("min"), format!("{at}.min"));
-        let max = opt_number(problems, spec.get("max"), format!("{at}.max"));
-        let if_present = opt_bool(problems, spec.get("if_present"), format!("{at}.if_present"));
+        let min = opt_number(problems, spec.get("min"), || format!("{at}.min"));
+        let max = opt_number(problems, spec.get("max"), || format!("{at}.max"));
+        let if_present = opt_bool(problems, spec.get("if_present"), || {
+            format!("{at}.if_present")
+        });
         if spec.get("min").is_none_or(Value::is_null) && spec.get("max").is_none_or(Value::is_null)
         {
             problems.push(FieldProblem::new(
@@ -631,7 +641,7 @@ fn parse_bounds(problems: &mut Vec<FieldProblem>, sent: &Value) -> Vec<Bound> {
 fn opt_number(
     problems: &mut Vec<FieldProblem>,
     value: Option<&Value>,
-    at: String,
+    at: impl FnOnce() -> String,
 ) -> Option<(f64, Value)> {
     match value {
         None | Some(Value::Null) => None,
@@ -639,13 +649,17 @@ fn opt_number(
     }
 }
 
-fn opt_bool(problems: &mut Vec<FieldProblem>, value: Option<&Value>, at: String) -> bool {
+fn opt_bool(
+    problems: &mut Vec<FieldProblem>,
+    value: Option<&Value>,
+    at: impl FnOnce() -> String,
+) -> bool {
     match value {
         None => false,
         Some(Value::Bool(b)) => *b,
         Some(_) => {
             problems.push(FieldProblem::new(
-                at,
+                at(),
                 "has the wrong type",
                 "Send true or false.",
             ));
@@ -733,7 +747,7 @@ fn parse_rule(problems: &mut Vec<FieldProblem>, rule: &Value, at: String) -> Opt
             ));
             None
         }
-        Some(v) => path_at(problems, v, format!("{at}.field")),
+        Some(v) => path_at(problems, v, || format!("{at}.field")),
     };
     let tolerance = match given("tolerance") {
         None => DEFAULT_TOLERANCE,
@@ -752,7 +766,7 @@ fn parse_rule(problems: &mut Vec<FieldProblem>, rule: &Value, at: String) -> Opt
     let if_present = opt_bool(
         problems,
         spec.get("if_present").filter(|v| !v.is_null()),
-        format!("{at}.if_present"),
+        || format!("{at}.if_present"),
     );
     let operand = kind.and_then(|kind| parse_operand(problems, kind, &given, &at));
     if problems.len() > before {
@@ -817,7 +831,7 @@ fn parse_operand<'a>(
             None
         }
         (Some(path), None) => {
-            path_at(problems, path, format!("{at}.{field_key}")).map(Operand::Field)
+            path_at(problems, path, || format!("{at}.{field_key}")).map(Operand::Field)
         }
         (None, Some(constant)) => match kind {
             RuleType::ExistsIn => match constant {
@@ -831,7 +845,7 @@ fn parse_operand<'a>(
                     None
                 }
             },
-            _ => number_at(problems, constant, format!("{at}.{const_key}"))
+            _ => number_at(problems, constant, || format!("{at}.{const_key}"))
                 .map(|(n, v)| Operand::Number(n, v)),
         },
     }

@@ -79,8 +79,16 @@ fn write_object(out: &mut Vec<u8>, map: &Map<String, Value>) {
     out.push(b'}');
 }
 
+/// UTF-16 code-unit order (RFC 8785 §3.2.3). It equals byte order except between a character
+/// of U+E000–U+FFFF and one above U+FFFF (lead bytes 0xEE–0xEF against 0xF0–0xF4), so only
+/// a first difference between two such lead bytes needs the UTF-16 comparison.
 pub(crate) fn utf16_cmp(a: &str, b: &str) -> Ordering {
-    a.encode_utf16().cmp(b.encode_utf16())
+    let (x, y) = (a.as_bytes(), b.as_bytes());
+    let common = x.iter().zip(y).take_while(|(p, q)| p == q).count();
+    match (x.get(common), y.get(common)) {
+        (Some(&p), Some(&q)) if p >= 0xEE && q >= 0xEE => a.encode_utf16().cmp(b.encode_utf16()),
+        _ => x.cmp(y),
+    }
 }
 
 /// Largest integer printed digit for digit (|n| ≤ 2^53); larger ones print as doubles.
@@ -148,12 +156,10 @@ pub(crate) fn write_string(out: &mut Vec<u8>, s: &str) {
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let escape = ESCAPE[b as usize];
-        if escape == 0 {
-            continue;
-        }
+    while let Some(i) = next_escape(bytes, start) {
         out.extend_from_slice(&bytes[start..i]);
+        let b = bytes[i];
+        let escape = ESCAPE[b as usize];
         if escape == b'u' {
             const HEX: &[u8; 16] = b"0123456789abcdef";
             out.extend_from_slice(&[
@@ -171,6 +177,36 @@ pub(crate) fn write_string(out: &mut Vec<u8>, s: &str) {
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
+}
+
+/// The index of the first byte at or after `from` that needs an escape. Eight bytes are
+/// tested at a time (SWAR): most strings have nothing to escape.
+fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        if word_needs_escape(u64::from_le_bytes(word)) {
+            break;
+        }
+        i += 8;
+    }
+    bytes[i..]
+        .iter()
+        .position(|&b| ESCAPE[b as usize] != 0)
+        .map(|p| i + p)
+}
+
+/// Whether any byte of `w` is below 0x20, `"` or `\\` (exact for "any"; which byte is not
+/// reported).
+fn word_needs_escape(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    let quote = w ^ (ONES * u64::from(b'"'));
+    let backslash = w ^ (ONES * u64::from(b'\\'));
+    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    (below_space | zero_byte(quote) | zero_byte(backslash)) != 0
 }
 
 /// Lowercase hex SHA-256 of bytes.
@@ -196,4 +232,79 @@ pub fn sha256(bytes: &[u8]) -> [u8; 32] {
 /// Lowercase hex SHA-256 of the canonical form of a value.
 pub fn hash_of<T: Serialize>(value: &T) -> Result<String, CanonicalError> {
     Ok(sha256_hex(&to_jcs(value)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf16_order_matches_the_code_units_of_every_pair() {
+        let words = [
+            "",
+            "a",
+            "ab",
+            "b",
+            "\u{7f}",
+            "\u{80}",
+            "é",
+            "\u{7ff}",
+            "\u{800}",
+            "\u{d7ff}",
+            "\u{e000}",
+            "\u{efff}",
+            "\u{f000}",
+            "\u{fb33}",
+            "\u{ffff}",
+            "\u{10000}",
+            "\u{1d11e}",
+            "\u{10ffff}",
+            "a\u{e000}",
+            "a\u{10000}",
+            "\u{e000}a",
+            "\u{10000}a",
+        ];
+        for a in words {
+            for b in words {
+                for (x, y) in [
+                    (a.to_owned(), b.to_owned()),
+                    (format!("k{a}z"), format!("k{b}")),
+                ] {
+                    assert_eq!(
+                        utf16_cmp(&x, &y),
+                        x.encode_utf16().cmp(y.encode_utf16()),
+                        "{x:?} vs {y:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_word_test_finds_every_byte_that_needs_an_escape_at_every_position() {
+        for b in 0..=255u8 {
+            for at in 0..8 {
+                let mut word = *b"abcdefgh";
+                word[at] = b;
+                let needs = word_needs_escape(u64::from_le_bytes(word));
+                assert_eq!(needs, ESCAPE[b as usize] != 0, "byte {b:#04x} at {at}");
+            }
+        }
+    }
+
+    #[test]
+    fn strings_of_every_length_escape_each_position() {
+        for len in 0..40 {
+            for at in 0..len {
+                for special in ['"', '\\', '\n', '\u{1}', 'é'] {
+                    let mut s: String = "x".repeat(len);
+                    s.replace_range(at..at + 1, &special.to_string());
+                    let mut ours = Vec::new();
+                    write_string(&mut ours, &s);
+                    let theirs = serde_json::to_vec(&s).expect("a string serializes");
+                    assert_eq!(ours, theirs, "{s:?}");
+                }
+            }
+        }
+    }
 }

@@ -25,12 +25,17 @@ struct Member {
 
 impl Member {
     fn new(key: Cow<'static, str>, start: usize) -> Self {
-        let mut head = [0u8; 8];
-        let n = key.len().min(8);
-        head[..n].copy_from_slice(&key.as_bytes()[..n]);
+        let bytes = key.as_bytes();
+        let prefix = match bytes.first_chunk::<8>() {
+            Some(head) => u64::from_be_bytes(*head),
+            None => bytes
+                .iter()
+                .enumerate()
+                .fold(0u64, |acc, (i, &b)| acc | (u64::from(b) << (56 - 8 * i))),
+        };
         Member {
-            prefix: u64::from_be_bytes(head),
-            astral: key.bytes().any(|b| b >= 0xF0),
+            prefix,
+            astral: !key.is_ascii() && bytes.iter().any(|&b| b >= 0xF0),
             key,
             start,
             end: start,
@@ -58,9 +63,11 @@ pub struct JcsSerializer<'o> {
 impl<'o> JcsSerializer<'o> {
     /// A writer appending to `out`.
     pub fn new(out: &'o mut Vec<u8>) -> Self {
+        // Sized for a verification response (about 70 members), so the member stack does not
+        // grow while a response is written; the scratch buffer is made on first use.
         JcsSerializer {
             out,
-            members: Vec::new(),
+            members: Vec::with_capacity(64),
             scratch: Vec::new(),
         }
     }
@@ -144,8 +151,13 @@ impl<'a, 'o> ObjectWriter<'a, 'o> {
             {
                 return Err(CanonicalError);
             }
+            let body = &ser.out[self.body_start..];
+            if ser.scratch.capacity() < body.len() {
+                // A fresh buffer as large as the output can hold: one allocation, no regrowth.
+                ser.scratch = Vec::with_capacity(ser.out.capacity().max(body.len()));
+            }
             ser.scratch.clear();
-            ser.scratch.extend_from_slice(&ser.out[self.body_start..]);
+            ser.scratch.extend_from_slice(body);
             ser.out.truncate(self.body_start);
             for (i, m) in members.iter().enumerate() {
                 if i > 0 {

@@ -9,6 +9,7 @@
 //! stops as soon as the count passes the budget.
 
 use super::count::SchemaIndex;
+use super::keywords::Keywords;
 use jsonschema::Draft;
 use serde_json::{Map, Value};
 
@@ -86,7 +87,8 @@ impl<'s> Walk<'s> {
     }
 
     fn object(&mut self, map: &'s Map<String, Value>, instance: &Value) -> Result<(), OverBudget> {
-        if let Some(Value::String(r)) = map.get("$ref") {
+        let k = Keywords::of(map);
+        if let Some(Value::String(r)) = k.reference {
             self.reference(self.index.resolve(self.root, r), instance)?;
             if matches!(
                 self.index.draft(),
@@ -95,8 +97,8 @@ impl<'s> Walk<'s> {
                 return Ok(());
             }
         }
-        for key in ["$dynamicRef", "$recursiveRef"] {
-            if let Some(Value::String(r)) = map.get(key) {
+        for dynamic in [k.dynamic_ref, k.recursive_ref] {
+            if let Some(Value::String(r)) = dynamic {
                 let anchor = r.trim_start_matches('#');
                 let target = if anchor.is_empty() {
                     Some(self.root)
@@ -106,20 +108,20 @@ impl<'s> Walk<'s> {
                 self.reference(target, instance)?;
             }
         }
-        for key in ["allOf", "anyOf", "oneOf", "not", "if", "then", "else"] {
-            self.each(map.get(key), instance)?;
+        for subs in [k.all_of, k.any_of, k.one_of, k.not, k.if_, k.then, k.else_] {
+            self.each(subs, instance)?;
         }
         match instance {
-            Value::Array(items) => self.array(map, items),
-            Value::Object(obj) => self.properties(map, instance, obj),
+            Value::Array(items) => self.array(&k, items),
+            Value::Object(obj) => self.properties(&k, instance, obj),
             _ => Ok(()),
         }
     }
 
-    fn array(&mut self, map: &'s Map<String, Value>, items: &[Value]) -> Result<(), OverBudget> {
+    fn array(&mut self, k: &Keywords<'s>, items: &[Value]) -> Result<(), OverBudget> {
         for (i, item) in items.iter().enumerate() {
-            for key in ["prefixItems", "items"] {
-                match map.get(key) {
+            for list in [k.prefix_items, k.items] {
+                match list {
                     Some(Value::Array(prefix)) => {
                         if let Some(sub) = prefix.get(i) {
                             self.node(sub, item)?;
@@ -129,10 +131,11 @@ impl<'s> Walk<'s> {
                     None => {}
                 }
             }
-            for key in ["additionalItems", "contains", "unevaluatedItems"] {
-                if let Some(sub) = map.get(key) {
-                    self.node(sub, item)?;
-                }
+            for sub in [k.additional_items, k.contains, k.unevaluated_items]
+                .into_iter()
+                .flatten()
+            {
+                self.node(sub, item)?;
             }
         }
         Ok(())
@@ -140,12 +143,12 @@ impl<'s> Walk<'s> {
 
     fn properties(
         &mut self,
-        map: &'s Map<String, Value>,
+        k: &Keywords<'s>,
         instance: &Value,
         obj: &Map<String, Value>,
     ) -> Result<(), OverBudget> {
-        for key in ["dependentSchemas", "dependencies"] {
-            if let Some(Value::Object(deps)) = map.get(key) {
+        for deps in [k.dependent_schemas, k.dependencies] {
+            if let Some(Value::Object(deps)) = deps {
                 for (name, dep) in deps {
                     if obj.contains_key(name) && dep.is_object() {
                         self.node(dep, instance)?;
@@ -153,8 +156,8 @@ impl<'s> Walk<'s> {
                 }
             }
         }
-        let declared = map.get("properties").and_then(Value::as_object);
-        let patterns = map.get("patternProperties").and_then(Value::as_object);
+        let declared = k.properties.and_then(Value::as_object);
+        let patterns = k.pattern_properties.and_then(Value::as_object);
         for (name, value) in obj {
             if let Some(sub) = declared.and_then(|p| p.get(name)) {
                 self.node(sub, value)?;
@@ -163,12 +166,13 @@ impl<'s> Walk<'s> {
             for sub in patterns.into_iter().flat_map(|p| p.values()) {
                 self.node(sub, value)?;
             }
-            for key in ["additionalProperties", "unevaluatedProperties"] {
-                if let Some(sub) = map.get(key) {
-                    self.node(sub, value)?;
-                }
+            for sub in [k.additional_properties, k.unevaluated_properties]
+                .into_iter()
+                .flatten()
+            {
+                self.node(sub, value)?;
             }
-            if let Some(sub) = map.get("propertyNames") {
+            if let Some(sub) = k.property_names {
                 // Applied to the key, a string: one application.
                 self.spent += 1;
                 if sub.is_object() && self.spent > self.budget {

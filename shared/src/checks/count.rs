@@ -4,6 +4,7 @@
 //! `not`, `if`/`then`/`else`, `contains`, `patternProperties`, `unevaluated*`) count as one
 //! check each. Bounded: cycles stop, and at most [`MAX_VISITS`] schema nodes are visited.
 
+use super::keywords::{Keywords, present};
 use crate::path::Location;
 use jsonschema::Draft;
 use serde_json::{Map, Value};
@@ -283,95 +284,72 @@ impl<'s, 'i> Walker<'s, 'i> {
     }
 
     fn object(&mut self, map: &'s Map<String, Value>, instance: &'i Value) {
+        let k = Keywords::of(map);
         let legacy = matches!(
             self.index.draft,
             Draft::Draft4 | Draft::Draft6 | Draft::Draft7
         );
-        if let Some(r) = map.get("$ref") {
+        if let Some(r) = k.reference {
             self.reference(r, instance);
             if legacy {
                 return; // siblings of $ref are ignored before 2019-09
             }
         }
-        for key in ["$dynamicRef", "$recursiveRef"] {
-            if let Some(r) = map.get(key) {
-                let anchor = r.as_str().map(|s| s.trim_start_matches('#'));
-                let target = match anchor {
-                    Some("") | None => Some(self.root),
-                    Some(a) => self.index.resolve(self.root, &format!("#{a}")),
-                };
-                match target {
-                    Some(t) => self.node(t, instance),
-                    None => self.checks += 1,
-                }
+        for dynamic in [k.dynamic_ref, k.recursive_ref].into_iter().flatten() {
+            let anchor = dynamic.as_str().map(|s| s.trim_start_matches('#'));
+            let target = match anchor {
+                Some("") | None => Some(self.root),
+                Some(a) => self.index.resolve(self.root, &format!("#{a}")),
+            };
+            match target {
+                Some(t) => self.node(t, instance),
+                None => self.checks += 1,
             }
         }
-        for key in ["type", "enum", "const"] {
-            if map.contains_key(key) {
-                self.checks += 1;
-            }
-        }
-        for key in ["anyOf", "oneOf", "not"] {
-            if map.contains_key(key) {
-                self.checks += 1;
-            }
-        }
-        if map.contains_key("if") && (map.contains_key("then") || map.contains_key("else")) {
+        self.checks += present(&[k.type_, k.enum_, k.const_, k.any_of, k.one_of, k.not]);
+        if k.if_.is_some() && (k.then.is_some() || k.else_.is_some()) {
             self.checks += 1;
         }
-        if let Some(Value::Array(all)) = map.get("allOf") {
+        if let Some(Value::Array(all)) = k.all_of {
             for sub in all {
                 self.node(sub, instance);
             }
         }
         match instance {
-            Value::Number(_) => self.number(map),
-            Value::String(s) => self.string(map, s),
-            Value::Array(items) => self.array(map, items),
-            Value::Object(obj) => self.properties(map, instance, obj),
+            Value::Number(_) => self.number(&k),
+            Value::String(_) => self.string(&k),
+            Value::Array(items) => self.array(&k, items),
+            Value::Object(obj) => self.properties(&k, instance, obj),
             _ => {}
         }
     }
 
-    fn number(&mut self, map: &Map<String, Value>) {
-        for key in ["minimum", "maximum", "multipleOf"] {
-            if map.contains_key(key) {
-                self.checks += 1;
-            }
-        }
-        for key in ["exclusiveMinimum", "exclusiveMaximum"] {
-            // Draft 4's boolean form modifies minimum/maximum and is not a check of its own.
-            if map.get(key).is_some_and(Value::is_number) {
-                self.checks += 1;
-            }
-        }
+    fn number(&mut self, k: &Keywords<'s>) {
+        self.checks += present(&[k.minimum, k.maximum, k.multiple_of]);
+        // Draft 4's boolean form modifies minimum/maximum and is not a check of its own.
+        self.checks += [k.exclusive_minimum, k.exclusive_maximum]
+            .iter()
+            .filter(|v| v.is_some_and(Value::is_number))
+            .count();
     }
 
-    fn string(&mut self, map: &Map<String, Value>, _s: &str) {
-        for key in ["minLength", "maxLength", "pattern"] {
-            if map.contains_key(key) {
-                self.checks += 1;
-            }
-        }
-        if self.index.formats && map.contains_key("format") {
+    fn string(&mut self, k: &Keywords<'s>) {
+        self.checks += present(&[k.min_length, k.max_length, k.pattern]);
+        if self.index.formats && k.format.is_some() {
             self.checks += 1;
         }
     }
 
-    fn array(&mut self, map: &'s Map<String, Value>, items: &'i [Value]) {
-        for key in [
-            "minItems",
-            "maxItems",
-            "uniqueItems",
-            "contains",
-            "unevaluatedItems",
-        ] {
-            if map.contains_key(key) {
-                self.checks += 1;
-            }
-        }
+    fn array(&mut self, k: &Keywords<'s>, items: &'i [Value]) {
+        self.checks += present(&[
+            k.min_items,
+            k.max_items,
+            k.unique_items,
+            k.contains,
+            k.unevaluated_items,
+        ]);
         let mut first_rest = 0;
-        let tuple = match (map.get("prefixItems"), map.get("items")) {
+        let tuple = match (k.prefix_items, k.items) {
             (Some(Value::Array(prefix)), _) => Some(prefix),
             (None, Some(Value::Array(prefix))) => Some(prefix),
             _ => None,
@@ -384,9 +362,9 @@ impl<'s, 'i> Walker<'s, 'i> {
             }
             first_rest = prefix.len();
         }
-        let rest = match (map.get("prefixItems"), map.get("items")) {
+        let rest = match (k.prefix_items, k.items) {
             (Some(_), Some(items)) => Some(items),
-            (None, Some(Value::Array(_))) => map.get("additionalItems"),
+            (None, Some(Value::Array(_))) => k.additional_items,
             (None, Some(items)) => Some(items),
             _ => None,
         };
@@ -399,18 +377,9 @@ impl<'s, 'i> Walker<'s, 'i> {
         }
     }
 
-    fn properties(
-        &mut self,
-        map: &'s Map<String, Value>,
-        instance: &'i Value,
-        obj: &'i Map<String, Value>,
-    ) {
-        for key in ["minProperties", "maxProperties", "unevaluatedProperties"] {
-            if map.contains_key(key) {
-                self.checks += 1;
-            }
-        }
-        if let Some(Value::Array(required)) = map.get("required")
+    fn properties(&mut self, k: &Keywords<'s>, instance: &'i Value, obj: &'i Map<String, Value>) {
+        self.checks += present(&[k.min_properties, k.max_properties, k.unevaluated_properties]);
+        if let Some(Value::Array(required)) = k.required
             && !required.is_empty()
         {
             self.checks += 1;
@@ -424,8 +393,8 @@ impl<'s, 'i> Walker<'s, 'i> {
                 }
             }
         }
-        for key in ["dependentRequired", "dependencies", "dependentSchemas"] {
-            if let Some(Value::Object(deps)) = map.get(key) {
+        for deps in [k.dependent_required, k.dependencies, k.dependent_schemas] {
+            if let Some(Value::Object(deps)) = deps {
                 for (name, dep) in deps {
                     if !obj.contains_key(name) {
                         continue;
@@ -437,7 +406,7 @@ impl<'s, 'i> Walker<'s, 'i> {
                 }
             }
         }
-        let declared = map.get("properties").and_then(Value::as_object);
+        let declared = k.properties.and_then(Value::as_object);
         if let Some(props) = declared {
             for (name, sub) in props {
                 if let Some((key, value)) = obj.get_key_value(name) {
@@ -447,16 +416,13 @@ impl<'s, 'i> Walker<'s, 'i> {
                 }
             }
         }
-        let has_patterns = map.contains_key("patternProperties");
+        let has_patterns = k.pattern_properties.is_some();
         if has_patterns && !obj.is_empty() {
             self.checks += 1;
         }
-        match map.get("additionalProperties") {
+        match k.additional_properties {
             Some(Value::Bool(false)) => self.checks += 1,
-            Some(sub @ Value::Object(_)) if has_patterns => {
-                let _ = sub;
-                self.checks += 1;
-            }
+            Some(Value::Object(_)) if has_patterns => self.checks += 1,
             Some(sub @ Value::Object(_)) => {
                 for (key, value) in obj {
                     if declared.is_some_and(|p| p.contains_key(key)) {
@@ -469,7 +435,7 @@ impl<'s, 'i> Walker<'s, 'i> {
             }
             _ => {}
         }
-        if let Some(sub) = map.get("propertyNames")
+        if let Some(sub) = k.property_names
             && !obj.is_empty()
         {
             self.checks += count_names(sub, obj);

@@ -4,6 +4,7 @@ pub mod bounds;
 pub mod content;
 pub mod cost;
 pub mod count;
+pub mod keywords;
 pub mod numbers;
 pub mod rules;
 pub mod schema;
