@@ -283,7 +283,7 @@ impl Engine {
         let verified_at = response.verified_at.clone();
         let verification_id = response.verification_id.clone();
         let attestation = attest(VERIFY_CONTEXT, &response, signer, &verified_at)?;
-        let body = with_attestation(serde_json::to_vec(&response)?, &attestation)?;
+        let body = with_attestation(response.to_json()?, &attestation)?;
         Ok(Verification {
             body,
             passed,

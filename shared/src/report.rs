@@ -261,6 +261,17 @@ pub struct VerifyResponse {
 }
 
 impl VerifyResponse {
+    /// Room for a typical full response and its attestation, so the body is written without
+    /// growing its buffer.
+    const BODY_CAPACITY: usize = 4096;
+
+    /// The response as JSON in the contract's key order (the body, before its attestation).
+    pub fn to_json(&self) -> serde_json::Result<Vec<u8>> {
+        let mut body = Vec::with_capacity(Self::BODY_CAPACITY);
+        serde_json::to_writer(&mut body, self)?;
+        Ok(body)
+    }
+
     /// Put the full-detail lists and ratios in place.
     pub fn set_details(&mut self, d: Details) {
         self.errors = Some(d.errors);

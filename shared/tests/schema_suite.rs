@@ -321,3 +321,54 @@ fn remotes_are_served_from_memory_only() {
         "unknown remotes are refused, not fetched"
     );
 }
+
+/// The number of values in a JSON document, itself included.
+fn values_in(v: &Value) -> usize {
+    1 + match v {
+        Value::Array(items) => items.iter().map(values_in).sum(),
+        Value::Object(map) => map.values().map(values_in).sum(),
+        _ => 0,
+    }
+}
+
+/// The engine skips the cost walk when an acyclic schema's expansion size times the instance's
+/// values (twice, for `propertyNames`) is within budget. Check that this bound really bounds
+/// the walk's count on every schema and instance of the suite.
+#[test]
+fn the_acyclic_work_bound_holds_on_every_suite_case() {
+    use verifier_core::checks::cost::applications;
+    use verifier_core::checks::count::{SchemaIndex, expansion};
+    let mut checked = 0;
+    for (dir, draft) in [
+        ("draft2020-12", Draft::Draft202012),
+        ("draft7", Draft::Draft7),
+    ] {
+        let mut files = Vec::new();
+        json_files(&suite_root().join("tests").join(dir), "", &mut files);
+        for (_, path) in files {
+            let cases = read_json(&path);
+            for case in cases.as_array().into_iter().flatten() {
+                let schema = &case["schema"];
+                let index = SchemaIndex::build(schema, draft, false);
+                let expanded = expansion(schema, &index, 10_000);
+                if expanded.cyclic {
+                    continue;
+                }
+                for test in case["tests"].as_array().into_iter().flatten() {
+                    let data = &test["data"];
+                    let bound = 2 * expanded.size * values_in(data);
+                    let spent = applications(schema, &index, data, usize::MAX)
+                        .expect("an unlimited budget is never exceeded");
+                    assert!(
+                        spent <= bound,
+                        "{}: {} spent {spent} > bound {bound}",
+                        path.display(),
+                        case["description"]
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 1000, "only {checked} acyclic suite tests checked");
+}

@@ -132,74 +132,99 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// A schema with every `$ref` followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expansion {
+    /// How many nodes the expanded schema has (cycles counted once), at most `budget + 1`.
+    pub size: usize,
+    /// Whether some reference leads back into itself (or a dynamic reference may): the
+    /// expansion is then not a finite tree and `size` bounds nothing at validation time.
+    pub cyclic: bool,
+}
+
 /// How many subschemas a schema expands to when every `$ref` is followed (cycles counted once),
 /// stopping at `budget + 1`. Validation time grows with this number, and repeated references
 /// make it grow exponentially with the schema's size, so the service caps it.
 pub fn expanded_size(schema: &Value, index: &SchemaIndex, budget: usize) -> usize {
-    let mut memo: HashMap<*const Value, usize> = HashMap::new();
-    let mut active: Vec<*const Value> = Vec::new();
-    expand(schema, schema, index, budget, &mut memo, &mut active, 0)
+    expansion(schema, index, budget).size
 }
 
-fn expand(
-    node: &Value,
-    root: &Value,
-    index: &SchemaIndex,
+/// The expansion of a schema: its size (see [`expanded_size`]) and whether it is cyclic.
+pub fn expansion(schema: &Value, index: &SchemaIndex, budget: usize) -> Expansion {
+    let mut walk = Expand {
+        root: schema,
+        index,
+        budget,
+        memo: HashMap::new(),
+        active: Vec::new(),
+        cyclic: false,
+    };
+    let size = walk.node(schema, 0);
+    Expansion {
+        size,
+        cyclic: walk.cyclic,
+    }
+}
+
+struct Expand<'s> {
+    root: &'s Value,
+    index: &'s SchemaIndex,
     budget: usize,
-    memo: &mut HashMap<*const Value, usize>,
-    active: &mut Vec<*const Value>,
-    depth: usize,
-) -> usize {
-    let key = node as *const Value;
-    if let Some(n) = memo.get(&key) {
-        return *n;
-    }
-    if active.contains(&key) || depth > 256 {
-        return 1;
-    }
-    active.push(key);
-    let mut total = 1usize;
-    match node {
-        Value::Object(map) => {
-            for (k, v) in map {
-                if total > budget {
-                    break;
-                }
-                let n = match (k.as_str(), v) {
-                    ("enum" | "const" | "default" | "examples", _) => 0,
-                    ("$ref" | "$dynamicRef" | "$recursiveRef", Value::String(r)) => {
-                        let target = if k == "$ref" {
-                            index.resolve(root, r)
-                        } else {
-                            Some(root)
-                        };
-                        target.map_or(1, |t| {
-                            expand(t, root, index, budget, memo, active, depth + 1)
-                        })
-                    }
-                    (_, Value::Object(_) | Value::Array(_)) => {
-                        expand(v, root, index, budget, memo, active, depth + 1)
-                    }
-                    _ => 0,
-                };
-                total = total.saturating_add(n);
-            }
+    memo: HashMap<*const Value, usize>,
+    active: Vec<*const Value>,
+    cyclic: bool,
+}
+
+impl<'s> Expand<'s> {
+    fn node(&mut self, node: &'s Value, depth: usize) -> usize {
+        let key = node as *const Value;
+        if let Some(n) = self.memo.get(&key) {
+            return *n;
         }
-        Value::Array(items) => {
-            for v in items {
-                if total > budget {
-                    break;
-                }
-                total =
-                    total.saturating_add(expand(v, root, index, budget, memo, active, depth + 1));
-            }
+        if self.active.contains(&key) || depth > 256 {
+            self.cyclic = true;
+            return 1;
         }
-        _ => {}
+        self.active.push(key);
+        let mut total = 1usize;
+        match node {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    if total > self.budget {
+                        break;
+                    }
+                    let n = match (k.as_str(), v) {
+                        ("enum" | "const" | "default" | "examples", _) => 0,
+                        ("$ref", Value::String(r)) => match self.index.resolve(self.root, r) {
+                            Some(target) => self.node(target, depth + 1),
+                            None => 1,
+                        },
+                        ("$dynamicRef" | "$recursiveRef", Value::String(_)) => {
+                            // Resolved at validation time, possibly to an enclosing schema.
+                            self.cyclic = true;
+                            self.node(self.root, depth + 1)
+                        }
+                        (_, Value::Object(_) | Value::Array(_)) => self.node(v, depth + 1),
+                        _ => 0,
+                    };
+                    total = total.saturating_add(n);
+                }
+            }
+            Value::Array(items) => {
+                for v in items {
+                    if total > self.budget {
+                        break;
+                    }
+                    total = total.saturating_add(self.node(v, depth + 1));
+                }
+            }
+            _ => {}
+        }
+        self.active.pop();
+        let total = total.min(self.budget + 1);
+        self.memo.insert(key, total);
+        total
     }
-    active.pop();
-    let total = total.min(budget + 1);
-    memo.insert(key, total);
-    total
 }
 
 /// What counting found.

@@ -2,7 +2,7 @@
 //! and turning validation errors into report findings.
 
 use super::cost::{MAX_APPLICATIONS, applications};
-use super::count::{SchemaIndex, count_checks, expanded_size};
+use super::count::{Expansion, SchemaIndex, count_checks, expansion};
 use super::{Finding, Findings, Severity, describe_value};
 use crate::path::Location;
 use jsonschema::error::ValidationErrorKind;
@@ -18,6 +18,7 @@ pub struct CompiledSchema {
     schema: Value,
     index: SchemaIndex,
     draft: Draft,
+    expansion: Expansion,
 }
 
 /// Why a schema cannot be used; never carries the schema's text.
@@ -144,11 +145,13 @@ impl CompiledSchema {
             Draft::Draft4 | Draft::Draft6 | Draft::Draft7
         ));
         let index = SchemaIndex::build(schema, draft, formats);
-        if expanded_size(schema, &index, MAX_EXPANDED_SUBSCHEMAS) > MAX_EXPANDED_SUBSCHEMAS {
+        let expansion = expansion(schema, &index, MAX_EXPANDED_SUBSCHEMAS);
+        if expansion.size > MAX_EXPANDED_SUBSCHEMAS {
             return Err(SchemaError::TooComplex);
         }
         Ok(CompiledSchema {
             index,
+            expansion,
             validator,
             schema: schema.clone(),
             draft,
@@ -158,6 +161,18 @@ impl CompiledSchema {
     /// The draft in force.
     pub fn draft(&self) -> Draft {
         self.draft
+    }
+
+    /// Whether validating `instance` surely stays within [`MAX_APPLICATIONS`] without walking
+    /// it against the schema: an acyclic schema applies each node of its expansion at most once
+    /// per instance value, so its size times the number of values bounds the work.
+    fn work_is_bounded_for(&self, instance: &Value) -> bool {
+        if self.expansion.cyclic {
+            return false;
+        }
+        // Twice: `propertyNames` also applies once per key of each object it meets.
+        let most_values = MAX_APPLICATIONS / (2 * self.expansion.size.max(1));
+        values_within(instance, most_values).is_some()
     }
 
     /// Whether an instance is valid (fast path, no findings).
@@ -173,8 +188,10 @@ impl CompiledSchema {
         want_blank_required: bool,
         findings: &mut Findings,
     ) -> Result<SchemaOutcome, SchemaError> {
-        applications(&self.schema, &self.index, instance, MAX_APPLICATIONS)
-            .map_err(|_| SchemaError::TooComplexForOutput)?;
+        if !self.work_is_bounded_for(instance) {
+            applications(&self.schema, &self.index, instance, MAX_APPLICATIONS)
+                .map_err(|_| SchemaError::TooComplexForOutput)?;
+        }
         let counted = count_checks(&self.schema, &self.index, instance, want_blank_required);
         let mut failed_keys: HashSet<u64> = HashSet::new();
         if !self.validator.is_valid(instance) {
@@ -193,6 +210,24 @@ impl CompiledSchema {
             blank_required: counted.blank_required,
         })
     }
+}
+
+/// How many values `value` holds, itself included, or `None` past `limit`.
+fn values_within(value: &Value, limit: usize) -> Option<usize> {
+    let mut count = 0usize;
+    let mut pending: Vec<&Value> = vec![value];
+    while let Some(v) = pending.pop() {
+        count += 1;
+        if count > limit {
+            return None;
+        }
+        match v {
+            Value::Array(items) => pending.extend(items),
+            Value::Object(map) => pending.extend(map.values()),
+            _ => {}
+        }
+    }
+    Some(count)
 }
 
 /// Errors below a composite keyword (anyOf, oneOf, not, if/then/else, contains, …) count
