@@ -101,7 +101,7 @@ for variant in $VARIANTS; do
   echo "== variant $variant (agent id $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["agent_id"])' "$body"))"
   port=$(free_port)
   data=$work/data-$variant
-  RUST_LOG=warn "${server_cpu[@]}" "$bin" serve --listen "127.0.0.1:$port" --data-dir "$data" \
+  RUST_LOG=${SERVER_LOG:-warn} "${server_cpu[@]}" "$bin" serve --listen "127.0.0.1:$port" --data-dir "$data" \
     --free-allowance-per-day 1000000000 --durability "$DURABILITY" >"$work/server-$variant.log" 2>&1 &
   pid=$!
   for _ in $(seq 1000); do

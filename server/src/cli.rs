@@ -110,6 +110,10 @@ pub struct ServeOpts {
     /// Log format: `text` or `json`.
     #[arg(long, env = "VERIFIER_LOG_FORMAT", default_value = "text")]
     pub log_format: String,
+    /// Threads serving requests. Default: one per CPU less one (at least one), which leaves a
+    /// CPU to the store's writer thread (group commit and fsync) and keeps the tail latency low.
+    #[arg(long, env = "VERIFIER_WORKER_THREADS", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub worker_threads: Option<u16>,
 }
 
 /// Options of `verify`.
