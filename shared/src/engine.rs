@@ -104,33 +104,13 @@ fn schema_problem(e: &SchemaError) -> InvalidRequest {
 
 /// Format a time as RFC 3339 with microseconds and `+00:00`.
 pub fn rfc3339_micros(t: OffsetDateTime) -> String {
-    let t = t.to_offset(time::UtcOffset::UTC);
-    let mut out = String::with_capacity(32);
-    // Years outside 0..=9999 cannot come from the clock; they print as their digits.
-    let year = u32::try_from(t.year()).unwrap_or(0);
-    push_padded(&mut out, year, 4);
-    out.push('-');
-    push_padded(&mut out, u32::from(u8::from(t.month())), 2);
-    out.push('-');
-    push_padded(&mut out, u32::from(t.day()), 2);
-    out.push('T');
-    push_padded(&mut out, u32::from(t.hour()), 2);
-    out.push(':');
-    push_padded(&mut out, u32::from(t.minute()), 2);
-    out.push(':');
-    push_padded(&mut out, u32::from(t.second()), 2);
-    out.push('.');
-    push_padded(&mut out, t.microsecond(), 6);
-    out.push_str("+00:00");
-    out
-}
-
-/// `value` in decimal, zero-padded to at least `width` digits.
-fn push_padded(out: &mut String, value: u32, width: usize) {
-    let mut digits = itoa::Buffer::new();
-    let text = digits.format(value);
-    out.extend(std::iter::repeat_n('0', width.saturating_sub(text.len())));
-    out.push_str(text);
+    const MICROS_UTC: &[time::format_description::BorrowedFormatItem<'_>] = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]+00:00"
+    );
+    // Formatting a UTC time with this description cannot fail (years stay within 0..=9999).
+    t.to_offset(time::UtcOffset::UTC)
+        .format(MICROS_UTC)
+        .unwrap_or_default()
 }
 
 impl Engine {

@@ -316,7 +316,7 @@ impl<'de> Visitor<'de> for StrictVisitor<'_, 'de> {
         Ok(Value::Array(out))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut members = Members::default();
+        let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             if let Some(top) = &self.top {
                 FIELD.with(|f| f.set(top.known.iter().find(|k| **k == key).copied()));
@@ -331,68 +331,16 @@ impl<'de> Visitor<'de> for StrictVisitor<'_, 'de> {
                 FIELD.with(|f| f.set(None));
                 continue;
             }
-            if members.has(&key) {
+            if out.contains_key(&key) {
                 return Err(de::Error::custom(DUPLICATE_KEY));
             }
             let value = map.next_value_seed(StrictSeed)?;
             if self.top.is_some() {
                 FIELD.with(|f| f.set(None));
             }
-            members.push(key, value);
+            out.insert(key, value);
         }
-        Ok(Value::Object(members.into_map()))
-    }
-}
-
-/// An object's members while it is parsed. Small objects collect in a list (a duplicate is
-/// found by a scan) and become a map of the exact size at the end, hashing each key once;
-/// large ones move to a map early so the duplicate check stays constant-time.
-enum Members {
-    List(Vec<(String, Value)>),
-    Map(Map<String, Value>),
-}
-
-impl Default for Members {
-    fn default() -> Self {
-        Members::List(Vec::new())
-    }
-}
-
-impl Members {
-    /// Members kept as a list; past this, a map.
-    const LIST_MAX: usize = 16;
-
-    fn has(&self, key: &str) -> bool {
-        match self {
-            Members::List(list) => list.iter().any(|(k, _)| k == key),
-            Members::Map(map) => map.contains_key(key),
-        }
-    }
-
-    fn push(&mut self, key: String, value: Value) {
-        match self {
-            Members::List(list) if list.len() < Self::LIST_MAX => list.push((key, value)),
-            Members::List(list) => {
-                let mut map = Map::with_capacity(list.len() * 2);
-                map.extend(list.drain(..));
-                map.insert(key, value);
-                *self = Members::Map(map);
-            }
-            Members::Map(map) => {
-                map.insert(key, value);
-            }
-        }
-    }
-
-    fn into_map(self) -> Map<String, Value> {
-        match self {
-            Members::List(list) => {
-                let mut map = Map::with_capacity(list.len());
-                map.extend(list);
-                map
-            }
-            Members::Map(map) => map,
-        }
+        Ok(Value::Object(out))
     }
 }
 

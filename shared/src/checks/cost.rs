@@ -99,13 +99,7 @@ impl<'s> Walk<'s> {
         }
         for dynamic in [k.dynamic_ref, k.recursive_ref] {
             if let Some(Value::String(r)) = dynamic {
-                let anchor = r.trim_start_matches('#');
-                let target = if anchor.is_empty() {
-                    Some(self.root)
-                } else {
-                    self.index.resolve(self.root, &format!("#{anchor}"))
-                };
-                self.reference(target, instance)?;
+                self.reference(self.index.resolve_dynamic(self.root, r), instance)?;
             }
         }
         for subs in [k.all_of, k.any_of, k.one_of, k.not, k.if_, k.then, k.else_] {

@@ -84,6 +84,19 @@ impl SchemaIndex {
         self.draft
     }
 
+    /// Where a `$dynamicRef` / `$recursiveRef` leads without dynamic scope: `#` (or nothing)
+    /// to the root, `#name` to the anchor.
+    pub(crate) fn resolve_dynamic<'s>(
+        &self,
+        root: &'s Value,
+        reference: &str,
+    ) -> Option<&'s Value> {
+        match reference.trim_start_matches('#') {
+            "" => Some(root),
+            anchor => self.resolve(root, &format!("#{anchor}")),
+        }
+    }
+
     pub(crate) fn resolve<'s>(&self, root: &'s Value, reference: &str) -> Option<&'s Value> {
         let (base, fragment) = match reference.split_once('#') {
             Some((b, f)) => (b, f),
@@ -142,14 +155,10 @@ pub struct Expansion {
     pub cyclic: bool,
 }
 
-/// How many subschemas a schema expands to when every `$ref` is followed (cycles counted once),
-/// stopping at `budget + 1`. Validation time grows with this number, and repeated references
-/// make it grow exponentially with the schema's size, so the service caps it.
-pub fn expanded_size(schema: &Value, index: &SchemaIndex, budget: usize) -> usize {
-    expansion(schema, index, budget).size
-}
-
-/// The expansion of a schema: its size (see [`expanded_size`]) and whether it is cyclic.
+/// A schema with every `$ref` followed: how many subschemas it expands to (cycles counted
+/// once, stopping at `budget + 1`) and whether it is cyclic. Validation time grows with the
+/// size, and repeated references make it grow exponentially with the schema's size, so the
+/// service caps it.
 pub fn expansion(schema: &Value, index: &SchemaIndex, budget: usize) -> Expansion {
     let mut walk = Expand {
         root: schema,
@@ -321,11 +330,9 @@ impl<'s, 'i> Walker<'s, 'i> {
             }
         }
         for dynamic in [k.dynamic_ref, k.recursive_ref].into_iter().flatten() {
-            let anchor = dynamic.as_str().map(|s| s.trim_start_matches('#'));
-            let target = match anchor {
-                Some("") | None => Some(self.root),
-                Some(a) => self.index.resolve(self.root, &format!("#{a}")),
-            };
+            let target = self
+                .index
+                .resolve_dynamic(self.root, dynamic.as_str().unwrap_or(""));
             match target {
                 Some(t) => self.node(t, instance),
                 None => self.checks += 1,
