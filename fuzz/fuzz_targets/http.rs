@@ -81,7 +81,8 @@ fn fixture() -> &'static Fixture {
             clock: Arc::new(SystemClock),
             // ...and payments (X-PAYMENT headers) are refused without a facilitator.
             payments: PaymentGate::new(None, None),
-            schema_cache_entries: 64,
+            schema_cache_bytes: 8 << 20,
+        pool: Default::default(),
         });
         Fixture {
             runtime,

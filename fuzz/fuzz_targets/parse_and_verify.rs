@@ -20,7 +20,7 @@ fn fixture() -> &'static Fixture {
     FIXTURE.get_or_init(|| Fixture {
         // A small cache, so eviction is exercised too.
         engine: Engine::new(EngineConfig {
-            cache_capacity: 64,
+            cache_bytes: 4 << 20,
             ..EngineConfig::default()
         }),
         signer: SigningIdentity::from_seed("fuzz", &[7u8; 32]).expect("seed"),

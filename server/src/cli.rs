@@ -97,9 +97,29 @@ pub struct ServeOpts {
     /// with any other Origin header gets 403 (DNS-rebinding protection).
     #[arg(long, env = "VERIFIER_MCP_ALLOWED_ORIGINS", value_delimiter = ',')]
     pub mcp_allowed_origins: Vec<String>,
-    /// Compiled schemas kept in memory.
-    #[arg(long, env = "VERIFIER_SCHEMA_CACHE_ENTRIES", default_value_t = 1024)]
-    pub schema_cache_entries: usize,
+    /// Memory (MiB) the compiled schemas kept in the cache may hold, each weighed by what its
+    /// validator, patterns and lazy-DFA caches hold.
+    #[arg(long, env = "VERIFIER_SCHEMA_CACHE_MIB", default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub schema_cache_mib: u64,
+    /// CPU ceiling (ms) of a verification without payment; dearer requests go to payment.
+    #[arg(long, env = "VERIFIER_UNPAID_CPU_MS", default_value_t = 25)]
+    pub unpaid_cpu_ms: u64,
+    /// Memory ceiling (MiB) of a verification without payment.
+    #[arg(long, env = "VERIFIER_UNPAID_MEMORY_MIB", default_value_t = 16)]
+    pub unpaid_memory_mib: u64,
+    /// CPU ceiling (ms) of a paid verification; dearer requests are refused (422).
+    #[arg(long, env = "VERIFIER_PAID_CPU_MS", default_value_t = 1000)]
+    pub paid_cpu_ms: u64,
+    /// Memory ceiling (MiB) of a paid verification.
+    #[arg(long, env = "VERIFIER_PAID_MEMORY_MIB", default_value_t = 128)]
+    pub paid_memory_mib: u64,
+    /// Costly verifications run at once on the bounded pool. Default: one per two CPUs.
+    #[arg(long, env = "VERIFIER_HEAVY_WORKERS", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub heavy_workers: Option<u16>,
+    /// Costly verifications one client address may have running or waiting at once (more get
+    /// 429).
+    #[arg(long, env = "VERIFIER_HEAVY_PER_CLIENT", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub heavy_per_client: u32,
     /// Store durability: `sync` (fsync before every answer) or `periodic` (fsync every
     /// --sync-interval-ms; a crash can lose the last interval's calls).
     #[arg(long, env = "VERIFIER_DURABILITY", default_value = "sync", value_parser = ["sync", "periodic"])]

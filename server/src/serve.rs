@@ -14,10 +14,12 @@ use std::sync::Arc;
 use std::time::Instant;
 use verifier_core::clock::{Clock, SystemClock};
 use verifier_core::config::ServiceConfig;
+use verifier_core::cost::{Budget, Budgets};
 use verifier_core::errors::ApiError;
 use verifier_core::keys::KeySource;
 use verifier_core::payments::{FacilitatorSettings, PaymentGate};
 use verifier_core::service::Services;
+use verifier_core::service::pool::{PoolConfig, WorkPool};
 use verifier_core::store::Store;
 use verifier_core::store::dynamo::DynamoStore;
 use verifier_core::store::embedded::{Durability, EmbeddedStore};
@@ -32,7 +34,10 @@ pub struct LocalServer {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
     pub payments: PaymentGate,
-    pub schema_cache_entries: usize,
+    /// Bytes the compiled-schema cache may hold.
+    pub schema_cache_bytes: u64,
+    /// The bounded pool of costly verifications.
+    pub pool: PoolConfig,
 }
 
 impl LocalServer {
@@ -40,7 +45,7 @@ impl LocalServer {
     pub fn services(self) -> Arc<Services> {
         let engine = Engine::new(EngineConfig {
             public_url: self.config.public_url.clone(),
-            cache_capacity: self.schema_cache_entries,
+            cache_bytes: self.schema_cache_bytes,
             ..EngineConfig::default()
         });
         Arc::new(Services {
@@ -50,6 +55,7 @@ impl LocalServer {
             store: self.store,
             clock: self.clock,
             payments: self.payments,
+            pool: WorkPool::new(self.pool),
         })
     }
 }
@@ -205,6 +211,11 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
         pay_to_solana: opts.pay_to_solana.clone(),
         solana_fee_payer: opts.solana_fee_payer.clone(),
         payment_timeout_seconds: 60,
+        budgets: Budgets {
+            unpaid: Budget::ms_mib(opts.unpaid_cpu_ms, opts.unpaid_memory_mib),
+            paid: Budget::ms_mib(opts.paid_cpu_ms, opts.paid_memory_mib),
+        }
+        .ordered(),
     };
     if config.pay_to_base.is_none() && config.pay_to_solana.is_none() {
         tracing::warn!(
@@ -234,7 +245,14 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
         store,
         clock: Arc::new(SystemClock),
         payments,
-        schema_cache_entries: opts.schema_cache_entries,
+        schema_cache_bytes: opts.schema_cache_mib << 20,
+        pool: PoolConfig {
+            workers: opts
+                .heavy_workers
+                .map_or_else(|| PoolConfig::default().workers, usize::from),
+            per_client: opts.heavy_per_client,
+            ..PoolConfig::default()
+        },
     });
     tracing::info!(listen = %local, data_dir = %opts.data_dir.display(), key_version = %key_version, "verifier listening");
     crate::listener::serve(listener, app, shutdown()).await?;

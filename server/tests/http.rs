@@ -53,7 +53,8 @@ async fn start(free_per_day: u64, clock: Arc<dyn Clock>) -> Running {
         store: store.clone(),
         clock,
         payments: verifier_core::payments::PaymentGate::new(None, None),
-        schema_cache_entries: 64,
+        schema_cache_bytes: 8 << 20,
+        pool: Default::default(),
     });
     tokio::spawn(async move {
         let _ = axum::serve(

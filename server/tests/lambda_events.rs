@@ -39,6 +39,7 @@ fn services(dir: &Path) -> Arc<Services> {
         store: Arc::new(EmbeddedStore::open(dir).expect("store")),
         clock: Arc::new(verifier_core::clock::SystemClock),
         payments: verifier_core::payments::PaymentGate::new(None, None),
+        pool: verifier_core::service::pool::WorkPool::new(Default::default()),
     })
 }
 

@@ -1,5 +1,7 @@
 //! Service configuration shared by every function and the local server.
 
+use crate::cost::Budgets;
+
 /// USDC on Base.
 pub const BASE_NETWORK: &str = "eip155:8453";
 /// USDC contract on Base.
@@ -32,6 +34,8 @@ pub struct ServiceConfig {
     pub solana_fee_payer: Option<String>,
     /// `maxTimeoutSeconds` of every payment requirement.
     pub payment_timeout_seconds: u64,
+    /// The CPU and memory ceilings of unpaid and paid verifications.
+    pub budgets: Budgets,
 }
 
 impl Default for ServiceConfig {
@@ -47,6 +51,7 @@ impl Default for ServiceConfig {
             pay_to_solana: None,
             solana_fee_payer: None,
             payment_timeout_seconds: 60,
+            budgets: Budgets::default(),
         }
     }
 }

@@ -2,16 +2,19 @@
 //! rules, content checks, report, signature, serialization.
 
 use crate::attest::{VERIFY_CONTEXT, attest, with_attestation};
-use crate::checks::schema::SchemaError;
-use crate::checks::schema::{CompiledSchema, SchemaOptions};
+use crate::checks::schema::{CompileError, CompiledSchema, SchemaError, SchemaOptions};
 use crate::checks::{Findings, bounds, content, rules};
+use crate::cost::request::{
+    RequestShape, charge_content, charge_parse, charge_receipt, charge_rules,
+};
+use crate::cost::{Budgets, Meter, OverBudget};
 use crate::hashes::receipt_hashes;
 use crate::keys::SigningIdentity;
 use crate::report::{Details, Ratio, Summary, VerifyBlock, VerifyResponse, next_actions};
 use crate::request::{Detail, FieldProblem, InvalidRequest, VerifyRequest};
 use crate::schema_doc::{SchemaDoc, SchemaDocs};
+use quick_cache::Weighter;
 use quick_cache::sync::Cache;
-use serde_json::Value;
 use std::sync::Arc;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -26,8 +29,9 @@ pub struct EngineConfig {
     pub public_url: String,
     /// Longest list in a response (`errors`, `flags`, …); the rest is counted as omitted.
     pub list_cap: usize,
-    /// Compiled schemas kept in memory.
-    pub cache_capacity: usize,
+    /// Bytes of memory the compiled schemas kept in the cache may hold (each weighed by what
+    /// its validator, patterns and lazy-DFA caches hold).
+    pub cache_bytes: u64,
     /// Bytes of schema text remembered to skip parsing repeated schemas.
     pub schema_text_cache_bytes: u64,
 }
@@ -37,8 +41,8 @@ impl Default for EngineConfig {
         EngineConfig {
             public_url: "http://127.0.0.1:8080".into(),
             list_cap: 50,
-            cache_capacity: 1024,
-            schema_text_cache_bytes: 16 << 20,
+            cache_bytes: 32 << 20,
+            schema_text_cache_bytes: 4 << 20,
         }
     }
 }
@@ -65,41 +69,83 @@ pub enum EngineError {
     Canonical(#[from] crate::canonical::CanonicalError),
     #[error("the response could not be serialized")]
     Serialize(#[from] serde_json::Error),
+    /// The work would pass (or passed, for metered schema errors) the request's budget.
+    #[error(transparent)]
+    OverBudget(#[from] OverBudget),
+}
+
+impl From<CompileError> for EngineError {
+    fn from(e: CompileError) -> Self {
+        match e {
+            CompileError::Invalid(e) => EngineError::Invalid(schema_problem(&e)),
+            CompileError::OverBudget(o) => EngineError::OverBudget(o),
+        }
+    }
+}
+
+/// Weighs a compiled schema by the memory it holds.
+#[derive(Clone)]
+struct HeldBytes;
+
+impl Weighter<[u8; 32], Arc<CompiledSchema>> for HeldBytes {
+    fn weight(&self, _key: &[u8; 32], compiled: &Arc<CompiledSchema>) -> u64 {
+        compiled.held_bytes().max(1)
+    }
 }
 
 /// The verifier: configuration plus the compiled-schema cache.
 pub struct Engine {
     config: EngineConfig,
-    cache: Cache<[u8; 32], Arc<CompiledSchema>>,
+    cache: Cache<[u8; 32], Arc<CompiledSchema>, HeldBytes>,
     schema_docs: SchemaDocs,
     schema_options: SchemaOptions,
-}
-
-/// Most (rule or bound) × output-value pairs one verification may evaluate: each rule and
-/// bound walks the output, so their product bounds the work.
-pub const MAX_RULE_WORK: usize = 5_000_000;
-
-/// The number of JSON values in `v`, counting stops past `limit`.
-fn value_count(v: &Value, limit: usize) -> usize {
-    let mut stack = vec![v];
-    let mut n = 0;
-    while let Some(v) = stack.pop() {
-        n += 1;
-        if n > limit {
-            break;
-        }
-        match v {
-            Value::Array(items) => stack.extend(items.iter()),
-            Value::Object(map) => stack.extend(map.values()),
-            _ => {}
-        }
-    }
-    n
 }
 
 /// A schema that cannot be used, as the caller's problem with `expected_schema`.
 fn schema_problem(e: &SchemaError) -> InvalidRequest {
     InvalidRequest::one(FieldProblem::new("expected_schema", e.to_string(), e.fix()))
+}
+
+/// Work over a budget, as the caller's problem with the field that drives it: what would cost
+/// too much, about how much, and the limit (never any of the caller's content).
+pub fn over_budget_problem(over: &OverBudget) -> FieldProblem {
+    let problem = if over.estimate == u64::MAX {
+        format!(
+            "makes {} too complex to bound (its references nest deeper than {} levels or its work grows without limit)",
+            over.part.describe(),
+            crate::cost::walk::MAX_DEPTH
+        )
+    } else {
+        let (estimate, limit) = over.amounts();
+        let what = match over.resource {
+            crate::cost::Resource::Cpu => "of CPU",
+            crate::cost::Resource::Memory => "of memory",
+        };
+        format!(
+            "would cost more than {estimate} {what} (mostly {}), over the limit of {limit}",
+            over.part.describe()
+        )
+    };
+    FieldProblem::new(over.part.field(), problem, over.part.fix())
+}
+
+/// Build, once per process, what jsonschema builds on its first compile of each draft (its
+/// meta-schema validators: ~1.3 ms), so no request pays for it beyond its estimate.
+fn warm_up() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for draft in [
+            "http://json-schema.org/draft-04/schema#",
+            "http://json-schema.org/draft-06/schema#",
+            "http://json-schema.org/draft-07/schema#",
+            "https://json-schema.org/draft/2019-09/schema",
+            "https://json-schema.org/draft/2020-12/schema",
+        ] {
+            let schema = serde_json::json!({"$schema": draft, "properties": {"a": {"pattern": "^a[0-9]+$", "format": "date"}}});
+            let _ = CompiledSchema::compile(&schema, &SchemaOptions::default());
+            let _ = crate::checks::schema::screen(&schema);
+        }
+    });
 }
 
 /// Format a time as RFC 3339 with microseconds and `+00:00`.
@@ -121,8 +167,14 @@ impl Engine {
 
     /// A new engine with non-default schema options (tests serve remote schemas from memory).
     pub fn with_schema_options(config: EngineConfig, schema_options: SchemaOptions) -> Self {
+        warm_up();
+        let bytes = config.cache_bytes.max(1);
         Engine {
-            cache: Cache::new(config.cache_capacity.max(1)),
+            cache: Cache::with_weighter(
+                (bytes / (64 << 10)).clamp(16, 1 << 16) as usize,
+                bytes,
+                HeldBytes,
+            ),
             schema_docs: SchemaDocs::new(config.schema_text_cache_bytes),
             config,
             schema_options,
@@ -139,16 +191,65 @@ impl Engine {
         &self.config
     }
 
-    /// The compiled schema, by its canonical digest; compiled on a miss.
+    /// The compiled schema, by its canonical digest; compiled on a miss under the paid ceiling
+    /// (tests and tools; requests go through [`Engine::compile`]).
     pub fn compiled(&self, schema: &SchemaDoc) -> Result<Arc<CompiledSchema>, InvalidRequest> {
+        let mut meter = Meter::new(Budgets::default().paid);
+        self.compile(schema, &mut meter, true).map_err(|e| match e {
+            EngineError::Invalid(invalid) => invalid,
+            EngineError::OverBudget(over) => InvalidRequest::one(over_budget_problem(&over)),
+            _ => schema_problem(&SchemaError::BadPattern),
+        })
+    }
+
+    /// Whether this schema is compiled already (a cache hit costs nothing to compile).
+    pub fn has_compiled(&self, schema: &SchemaDoc) -> bool {
+        self.cache.peek(&schema.digest).is_some()
+    }
+
+    /// The compiled schema from the cache, or compiled under `meter` (which is charged for the
+    /// compile and the memory it holds) and kept in the cache when `keep`.
+    pub fn compile(
+        &self,
+        schema: &SchemaDoc,
+        meter: &mut Meter,
+        keep: bool,
+    ) -> Result<Arc<CompiledSchema>, EngineError> {
         if let Some(hit) = self.cache.get(&schema.digest) {
             return Ok(hit);
         }
-        let compiled = CompiledSchema::compile(&schema.value, &self.schema_options)
-            .map_err(|e| schema_problem(&e))?;
-        let compiled = Arc::new(compiled);
-        self.cache.insert(schema.digest, compiled.clone());
+        let compiled = Arc::new(CompiledSchema::compile_metered(
+            &schema.value,
+            &self.schema_options,
+            meter,
+        )?);
+        if keep {
+            self.cache.insert(schema.digest, compiled.clone());
+        }
         Ok(compiled)
+    }
+
+    /// Price a request against its compiled schema: reading it, applying the schema, the rules
+    /// and bounds, the content checks and the receipt, charged to `meter`; `body_len` is the
+    /// size of the request as received.
+    pub fn price(
+        &self,
+        req: &VerifyRequest,
+        schema: &CompiledSchema,
+        body_len: usize,
+        meter: &mut Meter,
+    ) -> Result<(), OverBudget> {
+        let shape = RequestShape::of(req, body_len);
+        charge_parse(meter, &shape)?;
+        charge_rules(meter, req, &shape)?;
+        charge_content(meter, req, &shape)?;
+        let walk = schema.price(&req.submitted_output, meter)?;
+        let findings = walk
+            .potential_errors
+            .saturating_add((req.rules.len() + req.bounds.len()) as u64)
+            .saturating_add(content::CHECK_COUNT as u64);
+        charge_receipt(meter, req, &shape, findings, self.config.list_cap)?;
+        Ok(())
     }
 
     /// Run every check and build the unsigned response; `key_version` names the key that
@@ -159,26 +260,27 @@ impl Engine {
         key_version: &str,
         now: OffsetDateTime,
     ) -> Result<(VerifyResponse, bool), EngineError> {
+        let mut meter = Meter::new(Budgets::default().paid);
+        let schema = self.compile(&req.expected_schema, &mut meter, true)?;
+        self.price(req, &schema, 0, &mut meter)?;
+        self.report_metered(req, &schema, &mut meter, key_version, now)
+    }
+
+    /// Run every check against a compiled (and priced) schema and build the unsigned response;
+    /// schema errors are charged to `meter` as they are collected.
+    pub fn report_metered(
+        &self,
+        req: &VerifyRequest,
+        schema: &CompiledSchema,
+        meter: &mut Meter,
+        key_version: &str,
+        now: OffsetDateTime,
+    ) -> Result<(VerifyResponse, bool), EngineError> {
         let hashes = receipt_hashes(req)?;
-        let schema = self.compiled(&req.expected_schema)?;
         let output = &req.submitted_output;
 
         let mut findings = Findings::new(self.config.list_cap);
-        let outcome = schema
-            .check(output, req.strict_content_check, &mut findings)
-            .map_err(|e| schema_problem(&e))?;
-        let checks = req.rules.len() + req.bounds.len();
-        if checks > 0 && checks.saturating_mul(value_count(output, MAX_RULE_WORK)) > MAX_RULE_WORK {
-            return Err(EngineError::Invalid(InvalidRequest::one(
-                FieldProblem::new(
-                    "rules",
-                    format!(
-                        "with the bounds, would evaluate more than {MAX_RULE_WORK} (rule, value) pairs over this output"
-                    ),
-                    "Send fewer rules or bounds, or split the output across several requests.",
-                ),
-            )));
-        }
+        let outcome = schema.check(output, req.strict_content_check, &mut findings, meter)?;
         let mut integrity_failed = 0;
         for bound in &req.bounds {
             if let Some(f) = bounds::check_bound(bound, output) {
@@ -260,6 +362,29 @@ impl Engine {
         now: OffsetDateTime,
     ) -> Result<Verification, EngineError> {
         let (response, passed) = self.report(req, signer.key_version(), now)?;
+        self.sign(response, passed, signer)
+    }
+
+    /// Run every check against a compiled, priced schema and sign the report.
+    pub fn verify_metered(
+        &self,
+        req: &VerifyRequest,
+        schema: &CompiledSchema,
+        meter: &mut Meter,
+        signer: &SigningIdentity,
+        now: OffsetDateTime,
+    ) -> Result<Verification, EngineError> {
+        let (response, passed) =
+            self.report_metered(req, schema, meter, signer.key_version(), now)?;
+        self.sign(response, passed, signer)
+    }
+
+    fn sign(
+        &self,
+        response: VerifyResponse,
+        passed: bool,
+        signer: &SigningIdentity,
+    ) -> Result<Verification, EngineError> {
         let verified_at = response.verified_at.clone();
         let verification_id = response.verification_id.clone();
         let attestation = attest(VERIFY_CONTEXT, &response, signer, &verified_at)?;

@@ -34,6 +34,12 @@ pub enum ApiError {
     /// 503: the payment facilitator could not be reached (nothing was charged).
     #[error("facilitator unavailable")]
     FacilitatorUnavailable { retry_after: u64 },
+    /// 429: this client already has as many costly verifications running as it may.
+    #[error("too many requests")]
+    TooManyRequests { retry_after: u64 },
+    /// 503: every worker for costly verifications is busy.
+    #[error("busy")]
+    Busy { retry_after: u64 },
     /// 500: something broke on our side.
     #[error("internal error")]
     Internal,
@@ -95,6 +101,16 @@ pub const ERROR_CODES: &[(&str, u16, &str)] = &[
         "The payment facilitator could not be reached; nothing was charged; retry after `retry_after` seconds.",
     ),
     (
+        "too_many_requests",
+        429,
+        "This client address already has as many costly verifications running as it may; retry after `retry_after` seconds.",
+    ),
+    (
+        "server_busy",
+        503,
+        "Every worker for costly verifications is busy; nothing was charged; retry after `retry_after` seconds.",
+    ),
+    (
         "internal_error",
         500,
         "An unexpected failure on our side; retry after `retry_after` seconds.",
@@ -113,6 +129,8 @@ impl ApiError {
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::StoreUnavailable { .. } => "store_unavailable",
             ApiError::FacilitatorUnavailable { .. } => "facilitator_unavailable",
+            ApiError::TooManyRequests { .. } => "too_many_requests",
+            ApiError::Busy { .. } => "server_busy",
             ApiError::Internal => "internal_error",
         }
     }
@@ -126,7 +144,10 @@ impl ApiError {
             ApiError::UnsupportedMediaType => 415,
             ApiError::NotFound => 404,
             ApiError::MethodNotAllowed => 405,
-            ApiError::StoreUnavailable { .. } | ApiError::FacilitatorUnavailable { .. } => 503,
+            ApiError::StoreUnavailable { .. }
+            | ApiError::FacilitatorUnavailable { .. }
+            | ApiError::Busy { .. } => 503,
+            ApiError::TooManyRequests { .. } => 429,
             ApiError::Internal => 500,
         }
     }
@@ -135,7 +156,9 @@ impl ApiError {
     pub fn retry_after(&self) -> Option<u64> {
         match self {
             ApiError::StoreUnavailable { retry_after }
-            | ApiError::FacilitatorUnavailable { retry_after } => Some(*retry_after),
+            | ApiError::FacilitatorUnavailable { retry_after }
+            | ApiError::TooManyRequests { retry_after }
+            | ApiError::Busy { retry_after } => Some(*retry_after),
             ApiError::Internal => Some(1),
             _ => None,
         }
@@ -215,6 +238,20 @@ impl ApiError {
             ApiError::FacilitatorUnavailable { retry_after } => (
                 format!(
                     "The payment facilitator could not be reached. {NOTHING_CHARGED}; retry after {retry_after} s with the same payment."
+                ),
+                vec![json!({"action": "retry", "after_seconds": retry_after})],
+                vec![],
+            ),
+            ApiError::TooManyRequests { retry_after } => (
+                format!(
+                    "This client address already has as many costly verifications running as it may. {NOTHING_CHARGED}; retry after {retry_after} s, or send smaller requests (they are not limited)."
+                ),
+                vec![json!({"action": "retry", "after_seconds": retry_after})],
+                vec![],
+            ),
+            ApiError::Busy { retry_after } => (
+                format!(
+                    "Every worker for costly verifications is busy. {NOTHING_CHARGED}; retry after {retry_after} s."
                 ),
                 vec![json!({"action": "retry", "after_seconds": retry_after})],
                 vec![],

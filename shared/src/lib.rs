@@ -5,6 +5,7 @@
 //! - [`report`]: the full and compact responses;
 //! - [`canonical`] and [`hashes`]: RFC 8785 and the four receipt hashes;
 //! - [`attest`] and [`keys`]: Ed25519 receipts and a verifier for buyers;
+//! - [`cost`]: what a verification will cost (CPU, memory), priced before it runs;
 //! - [`engine`]: the pipeline with its compiled-schema cache;
 //! - [`payments`]: x402 v2 offers, checks, facilitator and replay guard;
 //! - [`service`]: the calls (verify, score, reputation) whatever the transport;
@@ -15,6 +16,7 @@ pub mod canonical;
 pub mod checks;
 pub mod clock;
 pub mod config;
+pub mod cost;
 pub mod engine;
 pub mod errors;
 pub mod hashes;
@@ -41,3 +43,8 @@ pub use request::{FieldProblem, InvalidRequest, VerifyRequest};
 /// `requestContext.http.sourceIp` on Lambda; never a client-supplied header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientAddr(pub String);
+
+/// How many bytes a request's body had as received (MCP measures its free size limit on these,
+/// not on the re-serialized tool arguments).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReceivedBytes(pub usize);

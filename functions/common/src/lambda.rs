@@ -15,8 +15,10 @@ use std::time::Duration;
 use tokio::sync::OnceCell;
 use tower::ServiceExt;
 use verifier_core::config::ServiceConfig;
+use verifier_core::cost::{Budget, Budgets};
 use verifier_core::payments::{FacilitatorSettings, PaymentGate};
 use verifier_core::service::Services;
+use verifier_core::service::pool::{PoolConfig, WorkPool};
 use verifier_core::ssm_keys::{KeyParams, SsmKeys};
 use verifier_core::store::dynamo::DynamoStore;
 use verifier_core::{ClientAddr, Engine, EngineConfig};
@@ -60,6 +62,38 @@ fn list(name: &'static str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The function's memory in MiB (`AWS_LAMBDA_FUNCTION_MEMORY_SIZE`, set by Lambda).
+fn function_memory_mib() -> u64 {
+    var("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(256)
+}
+
+/// The ceilings: as configured, with the paid memory ceiling never above half the function's
+/// memory (so no input can run a function out of memory).
+fn lambda_budgets(defaults: &Budgets) -> Result<Budgets, InitError> {
+    let half = function_memory_mib() / 2;
+    let budgets = Budgets {
+        unpaid: Budget::ms_mib(
+            number("VERIFIER_UNPAID_CPU_MS", defaults.unpaid.cpu_ns / 1_000_000)?,
+            number(
+                "VERIFIER_UNPAID_MEMORY_MIB",
+                defaults.unpaid.mem_bytes >> 20,
+            )?,
+        ),
+        paid: Budget::ms_mib(
+            number("VERIFIER_PAID_CPU_MS", defaults.paid.cpu_ns / 1_000_000)?,
+            number("VERIFIER_PAID_MEMORY_MIB", defaults.paid.mem_bytes >> 20)?.min(half),
+        ),
+    };
+    Ok(budgets.ordered())
+}
+
+/// The compiled-schema cache: an eighth of the function's memory unless configured.
+fn schema_cache_bytes() -> Result<u64, InitError> {
+    Ok(number("VERIFIER_SCHEMA_CACHE_MIB", function_memory_mib() / 8)?.max(1) << 20)
+}
+
 /// The functions' configuration, read from the environment the SAM template sets.
 #[derive(Debug, Clone)]
 pub struct LambdaSettings {
@@ -100,6 +134,7 @@ impl LambdaSettings {
             pay_to_solana: var("VERIFIER_PAY_TO_SOLANA"),
             solana_fee_payer: var("VERIFIER_SOLANA_FEE_PAYER"),
             payment_timeout_seconds: defaults.payment_timeout_seconds,
+            budgets: lambda_budgets(&defaults.budgets)?,
         };
         Ok(LambdaSettings {
             table: required("VERIFIER_TABLE")?,
@@ -172,6 +207,7 @@ impl Init {
         Ok(Arc::new(Services {
             engine: Engine::new(EngineConfig {
                 public_url: config.public_url.clone(),
+                cache_bytes: schema_cache_bytes()?,
                 ..EngineConfig::default()
             }),
             config,
@@ -179,6 +215,12 @@ impl Init {
             store: self.store.clone(),
             clock: Arc::new(verifier_core::clock::SystemClock),
             payments,
+            // One invocation at a time per instance: one worker, no queue to speak of.
+            pool: WorkPool::new(PoolConfig {
+                workers: 1,
+                per_client: 1,
+                wait: Duration::from_secs(1),
+            }),
         }))
     }
 }

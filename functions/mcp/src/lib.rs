@@ -111,9 +111,12 @@ async fn buffered(
     next: axum::middleware::Next,
     config: &verifier_core::config::ServiceConfig,
 ) -> axum::response::Response {
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
     match function_common::body::read_body(&parts.headers, body, config).await {
         Ok(bytes) => {
+            parts
+                .extensions
+                .insert(verifier_core::ReceivedBytes(bytes.len()));
             next.run(axum::extract::Request::from_parts(
                 parts,
                 axum::body::Body::from(bytes),

@@ -17,7 +17,7 @@ use verifier_core::request::VerifyRequest;
 use verifier_core::service::score::{self, check_agent_id};
 use verifier_core::service::verify::{VerifyCall, verify};
 use verifier_core::service::{Resource, Services};
-use verifier_core::{ClientAddr, FieldProblem};
+use verifier_core::{ClientAddr, FieldProblem, ReceivedBytes};
 
 /// How long `tools/list` may be cached (2026-07-28 `ttlMs`): the tools change only with a
 /// new deployment.
@@ -42,6 +42,14 @@ fn client_of(ctx: &RequestContext<RoleServer>) -> Option<String> {
         .get::<http::request::Parts>()
         .and_then(|p| p.extensions.get::<ClientAddr>())
         .map(|c| c.0.clone())
+}
+
+/// The size of the request's body as received.
+fn received_bytes(ctx: &RequestContext<RoleServer>) -> Option<usize> {
+    ctx.extensions
+        .get::<http::request::Parts>()
+        .and_then(|p| p.extensions.get::<ReceivedBytes>())
+        .map(|b| b.0)
 }
 
 /// `params._meta["x402/payment"]` (rmcp hands the request `_meta` over in the context).
@@ -97,7 +105,10 @@ impl ServerHandler for VerifierMcp {
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         let result = match request.name.as_ref() {
             VERIFY => {
-                let body_len = serde_json::to_vec(&arguments).map_or(0, |b| b.len());
+                // The bytes received; the re-serialized arguments only where no HTTP body was
+                // measured (never smaller than the arguments themselves).
+                let serialized = serde_json::to_vec(&arguments).map_or(0, |b| b.len());
+                let body_len = received_bytes(&context).unwrap_or(0).max(serialized);
                 if body_len > config.hard_body_limit {
                     error(
                         &ApiError::BodyTooLarge {

@@ -66,6 +66,7 @@ fn services(keys: Arc<SsmKeys>, dir: &Path) -> Services {
         store: Arc::new(EmbeddedStore::open(dir).expect("store")),
         clock: Arc::new(verifier_core::clock::SystemClock),
         payments: verifier_core::payments::PaymentGate::new(None, None),
+        pool: verifier_core::service::pool::WorkPool::new(Default::default()),
     }
 }
 

@@ -17,6 +17,10 @@ pub const MAX_VISITS: usize = 100_000;
 pub struct SchemaIndex {
     ids: HashMap<String, String>,
     anchors: HashMap<String, String>,
+    /// Every node with a `$dynamicAnchor`, by name (a `$dynamicRef` may land on any of them).
+    dynamic_anchors: HashMap<String, Vec<String>>,
+    /// Every node with `$recursiveAnchor: true` (a `$recursiveRef` may land on any of them).
+    recursive_anchors: Vec<String>,
     draft: Draft,
     formats: bool,
 }
@@ -27,6 +31,8 @@ impl SchemaIndex {
         let mut index = SchemaIndex {
             ids: HashMap::new(),
             anchors: HashMap::new(),
+            dynamic_anchors: HashMap::new(),
+            recursive_anchors: Vec::new(),
             draft,
             formats,
         };
@@ -62,6 +68,15 @@ impl SchemaIndex {
                             .or_insert_with(|| pointer.clone());
                     }
                 }
+                if let Some(Value::String(a)) = map.get("$dynamicAnchor") {
+                    self.dynamic_anchors
+                        .entry(a.clone())
+                        .or_default()
+                        .push(pointer.clone());
+                }
+                if map.get("$recursiveAnchor") == Some(&Value::Bool(true)) {
+                    self.recursive_anchors.push(pointer.clone());
+                }
                 for (k, v) in map {
                     if k == "enum" || k == "const" {
                         continue;
@@ -95,6 +110,41 @@ impl SchemaIndex {
             "" => Some(root),
             anchor => self.resolve(root, &format!("#{anchor}")),
         }
+    }
+
+    /// Every schema a `$dynamicRef` / `$recursiveRef` may lead to, whatever the dynamic scope:
+    /// its static target and every node carrying the matching dynamic (or recursive) anchor.
+    pub(crate) fn dynamic_candidates<'s>(
+        &self,
+        root: &'s Value,
+        reference: &str,
+        recursive: bool,
+    ) -> Vec<&'s Value> {
+        let mut out: Vec<&'s Value> = self.resolve_dynamic(root, reference).into_iter().collect();
+        if let Some(target) = self.resolve(root, reference)
+            && !out.iter().any(|t| std::ptr::eq(*t, target))
+        {
+            out.push(target);
+        }
+        let pointers: &[String] = if recursive {
+            &self.recursive_anchors
+        } else {
+            match reference.rsplit_once('#') {
+                Some((_, name)) if !name.is_empty() && !name.starts_with('/') => self
+                    .dynamic_anchors
+                    .get(name)
+                    .map_or(&[][..], Vec::as_slice),
+                _ => &[],
+            }
+        };
+        for pointer in pointers {
+            if let Some(target) = root.pointer(pointer)
+                && !out.iter().any(|t| std::ptr::eq(*t, target))
+            {
+                out.push(target);
+            }
+        }
+        out
     }
 
     pub(crate) fn resolve<'s>(&self, root: &'s Value, reference: &str) -> Option<&'s Value> {

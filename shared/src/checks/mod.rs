@@ -2,7 +2,6 @@
 
 pub mod bounds;
 pub mod content;
-pub mod cost;
 pub mod count;
 pub mod keywords;
 pub mod numbers;

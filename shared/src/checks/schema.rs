@@ -1,24 +1,33 @@
-//! Compiling the caller's JSON Schema (offline, linear-time regexes, draft chosen by `$schema`)
-//! and turning validation errors into report findings.
+//! Compiling the caller's JSON Schema (offline, linear-time regexes under size limits, draft
+//! chosen by `$schema`), priced as it compiles, and turning validation errors into report
+//! findings.
 
-use super::cost::{MAX_APPLICATIONS, applications};
-use super::count::{Expansion, SchemaIndex, count_checks, expansion};
+use super::count::{SchemaIndex, count_checks, expansion};
 use super::{Finding, Findings, Severity, describe_value};
+use crate::cost::calibration as c;
+use crate::cost::patterns::{DFA_CACHE_BYTES, MAX_NFA_BYTES, PatternCost, TooLarge};
+use crate::cost::size::Shape;
+use crate::cost::walk::{StaticCosts, WalkSummary, price};
+use crate::cost::{Budget, Cost, Meter, OverBudget, Part, Resource};
 use crate::path::Location;
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::{Draft, PatternOptions, Retrieve, ValidationError, Validator};
 use serde_json::Value;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-/// A compiled schema, shared through the cache.
+/// A compiled schema, shared through the cache, with what it costs to apply.
 pub struct CompiledSchema {
     validator: Validator,
-    schema: Value,
+    /// The schema the costs point into (boxed: its address never moves).
+    schema: Box<Value>,
     index: SchemaIndex,
     draft: Draft,
-    expansion: Expansion,
+    formats: bool,
+    statics: StaticCosts,
+    /// Memory this compiled schema holds (its weight in the cache).
+    held_bytes: u64,
 }
 
 /// Why a schema cannot be used; never carries the schema's text.
@@ -48,12 +57,6 @@ pub enum SchemaError {
         "is too complex: following its $refs expands it to more than {MAX_EXPANDED_SUBSCHEMAS} subschemas"
     )]
     TooComplex,
-    /// Validating this output would apply more than [`MAX_APPLICATIONS`] subschemas (recursive
-    /// references inside anyOf/oneOf grow exponentially with the output's depth).
-    #[error(
-        "is too complex for this output: validating it would apply more than {MAX_APPLICATIONS} subschemas"
-    )]
-    TooComplexForOutput,
     /// The schema breaks its draft's meta-schema.
     #[error("is not a valid JSON Schema for its draft ({0})")]
     Invalid(String),
@@ -81,9 +84,6 @@ impl SchemaError {
             SchemaError::TooComplex => {
                 "Reference shared subschemas fewer times (each repeated $ref multiplies the work), or split the check into several requests."
             }
-            SchemaError::TooComplexForOutput => {
-                "Avoid recursive $refs inside anyOf/oneOf (each level multiplies the work), or verify a smaller output."
-            }
             SchemaError::Invalid(_) => {
                 "Fix the schema so it validates against its draft's meta-schema."
             }
@@ -91,9 +91,18 @@ impl SchemaError {
     }
 }
 
-/// The most subschemas a schema may expand to with every `$ref` followed. Validation work grows
-/// with this number; the cap keeps one request's work bounded (a 2 KB schema with nested
-/// repeated `$ref`s can otherwise expand to millions of subschemas).
+/// Why a schema was not compiled: it is invalid, or compiling it would pass the budget.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompileError {
+    #[error("the schema {0}")]
+    Invalid(#[from] SchemaError),
+    #[error(transparent)]
+    OverBudget(#[from] OverBudget),
+}
+
+/// The most subschemas a schema may expand to with every `$ref` followed. Compile and
+/// validation work grow with this number; the cap keeps one request's work bounded (a 2 KB
+/// schema with nested repeated `$ref`s can otherwise expand to millions of subschemas).
 pub const MAX_EXPANDED_SUBSCHEMAS: usize = 10_000;
 
 /// Compile options; the service uses the defaults (offline).
@@ -117,19 +126,67 @@ pub struct SchemaOutcome {
     pub blank_required: Vec<Location>,
 }
 
+/// A ceiling no schema of the test suites reaches (tools and tests that compile outside a
+/// request).
+const UNMETERED: Budget = Budget {
+    cpu_ns: u64::MAX,
+    mem_bytes: u64::MAX,
+};
+
 impl CompiledSchema {
-    /// Compile a schema.
+    /// Compile a schema outside any request (tests and tools): no budget but the regex limits.
     pub fn compile(schema: &Value, options: &SchemaOptions) -> Result<Self, SchemaError> {
+        match Self::compile_metered(schema, options, &mut Meter::new(UNMETERED)) {
+            Ok(compiled) => Ok(compiled),
+            Err(CompileError::Invalid(e)) => Err(e),
+            Err(CompileError::OverBudget(_)) => Err(SchemaError::BadPattern),
+        }
+    }
+
+    /// Compile a schema, charging the meter for the compile (schema size, each pattern's
+    /// automaton) and the memory the result holds; stops before compiling when the estimate
+    /// passes the budget.
+    pub fn compile_metered(
+        schema: &Value,
+        options: &SchemaOptions,
+        meter: &mut Meter,
+    ) -> Result<Self, CompileError> {
         let draft = match options.draft {
             Some(d) => d,
             None => match Draft::default().detect(schema) {
-                Draft::Unknown => return Err(SchemaError::UnknownDraft),
+                Draft::Unknown => return Err(SchemaError::UnknownDraft.into()),
                 d => d,
             },
         };
+        let shape = Shape::of(schema);
+        meter.charge(
+            Part::SchemaCompile,
+            Cost::new(
+                c::COMPILE_BASE_NS
+                    .saturating_add(c::COMPILE_NS_PER_SCHEMA_BYTE.saturating_mul(shape.jcs_bytes)),
+                shape
+                    .tree_bytes
+                    .saturating_mul(c::COMPILE_BYTES_PER_TREE_BYTE + 1),
+            ),
+        )?;
+        let schema = Box::new(schema.clone());
+        let formats = options.validate_formats.unwrap_or(matches!(
+            draft,
+            Draft::Draft4 | Draft::Draft6 | Draft::Draft7
+        ));
+        let index = SchemaIndex::build(&schema, draft, formats);
+        if expansion(&schema, &index, MAX_EXPANDED_SUBSCHEMAS).size > MAX_EXPANDED_SUBSCHEMAS {
+            return Err(SchemaError::TooComplex.into());
+        }
+        let before = meter.total();
+        let statics = static_costs(&schema, &index, meter)?;
         let mut builder = jsonschema::options()
             .with_draft(draft)
-            .with_pattern_options(PatternOptions::regex());
+            .with_pattern_options(
+                PatternOptions::regex()
+                    .size_limit(MAX_NFA_BYTES as usize)
+                    .dfa_size_limit(DFA_CACHE_BYTES as usize),
+            );
         builder = match &options.retriever {
             Some(r) => builder.with_retriever(ArcRetriever(r.clone())),
             None => builder.offline(),
@@ -138,23 +195,20 @@ impl CompiledSchema {
             builder = builder.should_validate_formats(v);
         }
         let validator = builder
-            .build(schema)
+            .build(&schema)
             .map_err(|e| classify_build_error(&e))?;
-        let formats = options.validate_formats.unwrap_or(matches!(
-            draft,
-            Draft::Draft4 | Draft::Draft6 | Draft::Draft7
-        ));
-        let index = SchemaIndex::build(schema, draft, formats);
-        let expansion = expansion(schema, &index, MAX_EXPANDED_SUBSCHEMAS);
-        if expansion.size > MAX_EXPANDED_SUBSCHEMAS {
-            return Err(SchemaError::TooComplex);
-        }
+        let held_bytes = shape
+            .tree_bytes
+            .saturating_mul(c::COMPILE_BYTES_PER_TREE_BYTE + 1)
+            .saturating_add(meter.total().mem_bytes.saturating_sub(before.mem_bytes));
         Ok(CompiledSchema {
-            index,
-            expansion,
             validator,
-            schema: schema.clone(),
+            schema,
+            index,
             draft,
+            formats,
+            statics,
+            held_bytes,
         })
     }
 
@@ -163,16 +217,21 @@ impl CompiledSchema {
         self.draft
     }
 
-    /// Whether validating `instance` surely stays within [`MAX_APPLICATIONS`] without walking
-    /// it against the schema: an acyclic schema applies each node of its expansion at most once
-    /// per instance value, so its size times the number of values bounds the work.
-    fn work_is_bounded_for(&self, instance: &Value) -> bool {
-        if self.expansion.cyclic {
-            return false;
-        }
-        // Twice: `propertyNames` also applies once per key of each object it meets.
-        let most_values = MAX_APPLICATIONS / (2 * self.expansion.size.max(1));
-        values_within(instance, most_values).is_some()
+    /// Memory this compiled schema holds (its weight in the cache).
+    pub fn held_bytes(&self) -> u64 {
+        self.held_bytes
+    }
+
+    /// Price applying this schema to `instance`, charging the meter (see [`crate::cost::walk`]).
+    pub fn price(&self, instance: &Value, meter: &mut Meter) -> Result<WalkSummary, OverBudget> {
+        price(
+            &self.schema,
+            &self.index,
+            &self.statics,
+            self.formats,
+            instance,
+            meter,
+        )
     }
 
     /// Whether an instance is valid (fast path, no findings).
@@ -180,22 +239,21 @@ impl CompiledSchema {
         self.validator.is_valid(instance)
     }
 
-    /// Validate an instance: count the checks and add every error to `findings`. The work is
-    /// bounded first ([`MAX_APPLICATIONS`]), and errors are streamed, never all held at once.
+    /// Validate an instance: count the checks and add every error to `findings`, charging the
+    /// meter for each error collected (errors are streamed, never all held at once; a flood of
+    /// them stops at the budget).
     pub fn check(
         &self,
         instance: &Value,
         want_blank_required: bool,
         findings: &mut Findings,
-    ) -> Result<SchemaOutcome, SchemaError> {
-        if !self.work_is_bounded_for(instance) {
-            applications(&self.schema, &self.index, instance, MAX_APPLICATIONS)
-                .map_err(|_| SchemaError::TooComplexForOutput)?;
-        }
+        meter: &mut Meter,
+    ) -> Result<SchemaOutcome, OverBudget> {
         let counted = count_checks(&self.schema, &self.index, instance, want_blank_required);
         let mut failed_keys: HashSet<u64> = HashSet::new();
         if !self.validator.is_valid(instance) {
             for error in self.validator.iter_errors(instance) {
+                meter.charge(Part::SchemaErrors, Cost::new(c::ERROR_NS, c::ERROR_BYTES))?;
                 let mut h = std::collections::hash_map::DefaultHasher::new();
                 error.instance_path().as_str().hash(&mut h);
                 collapse(error.evaluation_path().as_str()).hash(&mut h);
@@ -212,22 +270,155 @@ impl CompiledSchema {
     }
 }
 
-/// How many values `value` holds, itself included, or `None` past `limit`.
-fn values_within(value: &Value, limit: usize) -> Option<usize> {
-    let mut count = 0usize;
-    let mut pending: Vec<&Value> = vec![value];
-    while let Some(v) = pending.pop() {
-        count += 1;
-        if count > limit {
-            return None;
-        }
-        match v {
-            Value::Array(items) => pending.extend(items),
-            Value::Object(map) => pending.extend(map.values()),
+/// Whether a schema could compile, judged without compiling it: a known draft, valid against
+/// its meta-schema, every pattern a regular expression the engine accepts (its size is left to
+/// the compile). Linear in the schema's size; used for requests answered with a 402, for which
+/// nothing is compiled or cached.
+pub fn screen(schema: &Value) -> Result<(), SchemaError> {
+    if Draft::default().detect(schema) == Draft::Unknown {
+        return Err(SchemaError::UnknownDraft);
+    }
+    if let Err(e) = jsonschema::meta::validate(schema) {
+        return Err(classify_build_error(&e));
+    }
+    let mut stack: Vec<&Value> = vec![schema];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Object(map) => {
+                for (key, value) in map {
+                    match (key.as_str(), value) {
+                        ("pattern", Value::String(p)) => screen_pattern(p)?,
+                        ("patternProperties", Value::Object(patterns)) => {
+                            for (p, sub) in patterns {
+                                screen_pattern(p)?;
+                                stack.push(sub);
+                            }
+                        }
+                        ("enum" | "const" | "default" | "examples", _) => {}
+                        (_, Value::Object(_) | Value::Array(_)) => stack.push(value),
+                        _ => {}
+                    }
+                }
+            }
+            Value::Array(items) => stack.extend(items.iter()),
             _ => {}
         }
     }
-    Some(count)
+    Ok(())
+}
+
+/// A pattern the regex engine accepts, by its syntax alone.
+fn screen_pattern(pattern: &str) -> Result<(), SchemaError> {
+    let refused = || pattern_refusal(pattern);
+    let translated = jsonschema_regex::to_rust_regex(pattern).map_err(|()| refused())?;
+    regex_automata::util::syntax::parse(&translated).map_err(|_| refused())?;
+    Ok(())
+}
+
+/// Price every pattern of the schema (compiling its automaton under what the budget has left)
+/// and every `enum`/`const` comparison, by the address of the keyword's value.
+fn static_costs(
+    schema: &Value,
+    index: &SchemaIndex,
+    meter: &mut Meter,
+) -> Result<StaticCosts, CompileError> {
+    let mut statics = StaticCosts::default();
+    let mut pricer = PatternPricer::default();
+    let mut stack: Vec<&Value> = vec![schema];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Object(map) => {
+                for (key, value) in map {
+                    match (key.as_str(), value) {
+                        ("pattern", Value::String(p)) => {
+                            let priced = pricer.price(p, meter)?;
+                            statics
+                                .patterns
+                                .insert(value as *const Value as usize, priced);
+                        }
+                        ("patternProperties", Value::Object(patterns)) => {
+                            for (p, sub) in patterns {
+                                let priced = pricer.price(p, meter)?;
+                                statics.patterns.insert(p.as_ptr() as usize, priced);
+                                stack.push(sub);
+                            }
+                        }
+                        ("enum" | "const", v) => {
+                            let candidates = match v {
+                                Value::Array(list) if key == "enum" => list.len() as u64,
+                                _ => 1,
+                            };
+                            let bytes = Shape::of(v).jcs_bytes;
+                            statics.comparisons.insert(
+                                v as *const Value as usize,
+                                c::EQUAL_NS_PER_CANDIDATE
+                                    .saturating_mul(candidates)
+                                    .saturating_add(c::EQUAL_NS_PER_BYTE.saturating_mul(bytes)),
+                            );
+                        }
+                        ("$ref", Value::String(r))
+                            if !statics.external_refs && index.resolve(schema, r).is_none() =>
+                        {
+                            // A target outside the schema that still compiles: one of the
+                            // bundled meta-schemas, which jsonschema compiles along.
+                            statics.external_refs = true;
+                            meter.charge(
+                                Part::SchemaCompile,
+                                Cost::new(
+                                    c::EXTERNAL_REF_COMPILE_NS,
+                                    c::EXTERNAL_REF_COMPILE_BYTES,
+                                ),
+                            )?;
+                        }
+                        ("default" | "examples", _) => {}
+                        (_, Value::Object(_) | Value::Array(_)) => stack.push(value),
+                        _ => {}
+                    }
+                }
+            }
+            Value::Array(items) => stack.extend(items.iter()),
+            _ => {}
+        }
+    }
+    Ok(statics)
+}
+
+/// Prices each distinct pattern text once (jsonschema compiles each once per schema too).
+#[derive(Default)]
+struct PatternPricer<'s> {
+    by_text: HashMap<&'s str, PatternCost>,
+}
+
+impl<'s> PatternPricer<'s> {
+    fn price(&mut self, text: &'s str, meter: &mut Meter) -> Result<PatternCost, CompileError> {
+        if let Some(p) = self.by_text.get(text) {
+            return Ok(*p);
+        }
+        let over = |meter: &Meter, more: u64| OverBudget {
+            part: Part::Patterns,
+            resource: Resource::Memory,
+            estimate: meter.total().mem_bytes.saturating_add(more),
+            limit: meter.budget().mem_bytes,
+        };
+        // Compile at most what the budget has left: memory for the compile's peak, CPU for
+        // the time it takes.
+        let nfa_left = (meter.mem_left() / c::REGEX_PEAK_BYTES_PER_NFA_BYTE)
+            .min(meter.cpu_left() / c::REGEX_COMPILE_NS_PER_NFA_BYTE);
+        let priced = match PatternCost::analyze(text, nfa_left) {
+            Ok(priced) => priced,
+            // Past the regex engine's own size limit: no budget could compile it.
+            Err(TooLarge) if nfa_left >= MAX_NFA_BYTES => {
+                return Err(SchemaError::BadPattern.into());
+            }
+            Err(TooLarge) => return Err(over(meter, nfa_left + 1).into()),
+        };
+        if priced.compile_peak > meter.mem_left() {
+            return Err(over(meter, priced.compile_peak).into());
+        }
+        meter.charge(Part::Patterns, priced.compile)?;
+        self.by_text.insert(text, priced);
+        Ok(priced)
+    }
 }
 
 /// Errors below a composite keyword (anyOf, oneOf, not, if/then/else, contains, …) count
@@ -318,6 +509,12 @@ fn pattern_error(e: &ValidationError<'_>) -> SchemaError {
             .unwrap_or("")
             .to_owned(),
     };
+    pattern_refusal(&text)
+}
+
+/// Why the engine refuses a pattern, from its text: lookaround or backreferences (which the
+/// linear-time engine does not support), or anything else (syntax, size).
+fn pattern_refusal(text: &str) -> SchemaError {
     let lookaround = ["(?=", "(?!", "(?<=", "(?<!"]
         .iter()
         .any(|t| text.contains(t));

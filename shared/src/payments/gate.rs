@@ -58,6 +58,19 @@ impl PaymentInput {
     }
 }
 
+/// A payment that passed the local checks; not yet claimed or verified by the facilitator.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub payload: PaymentPayload,
+    pub requirements: PaymentRequirements,
+    /// The payer's address.
+    pub payer: String,
+    /// Its identity in the replay guard (network, payer, nonce or transaction signature).
+    pub replay_key: String,
+    /// Until when (unix seconds) the replay guard keeps it.
+    pub keep_until: i64,
+}
+
 /// A payment that passed every check and the facilitator's `/verify`; not yet settled.
 #[derive(Debug, Clone)]
 pub struct Authorized {
@@ -65,6 +78,8 @@ pub struct Authorized {
     pub requirements: PaymentRequirements,
     /// The payer's address.
     pub payer: String,
+    /// Its identity in the replay guard.
+    pub replay_key: String,
 }
 
 /// The facilitator and what was learnt from it.
@@ -177,19 +192,18 @@ impl PaymentGate {
         offer::accepts(config, self.fee_payer().as_deref(), amount_units)
     }
 
-    /// Check a payment against the offered requirements and claim it; then ask the
-    /// facilitator. `now` is unix seconds.
-    pub async fn authorize(
+    /// Check a payment against the offered requirements, locally and without any network or
+    /// store call: decoding, the matching offer, the scheme's own checks (amount, recipient,
+    /// validity window, signature). `now` is unix seconds.
+    pub fn precheck(
         &self,
-        store: &dyn Store,
         input: &PaymentInput,
         offered: &[PaymentRequirements],
         now: i64,
-    ) -> Result<Authorized, PaymentError> {
-        let facilitator = self
-            .facilitator
-            .as_ref()
-            .ok_or(PaymentError::NotConfigured)?;
+    ) -> Result<Checked, PaymentError> {
+        if self.facilitator.is_none() {
+            return Err(PaymentError::NotConfigured);
+        }
         let payload = input.decode()?;
         let requirements = offered
             .iter()
@@ -216,8 +230,27 @@ impl PaymentGate {
         } else {
             return Err(PaymentError::NoMatchingRequirements);
         };
+        Ok(Checked {
+            payload,
+            requirements,
+            payer,
+            replay_key,
+            keep_until,
+        })
+    }
+
+    /// Claim a checked payment once (replay guard), then have the facilitator verify it.
+    pub async fn authorize(
+        &self,
+        store: &dyn Store,
+        checked: &Checked,
+    ) -> Result<Authorized, PaymentError> {
+        let facilitator = self
+            .facilitator
+            .as_ref()
+            .ok_or(PaymentError::NotConfigured)?;
         let first = store
-            .claim_payment(&replay_key, keep_until)
+            .claim_payment(&checked.replay_key, checked.keep_until)
             .await
             .map_err(|e| {
                 tracing::warn!(error = %e, "replay guard unavailable");
@@ -226,19 +259,35 @@ impl PaymentGate {
         if !first {
             return Err(PaymentError::Replayed);
         }
-        let verdict = facilitator
-            .verify(&payload, &requirements)
+        let verdict = match facilitator
+            .verify(&checked.payload, &checked.requirements)
             .await
-            .map_err(unavailable)?;
+        {
+            Ok(v) => v,
+            Err(e) => {
+                // Nothing was settled: the same payment may be sent again.
+                self.release(store, &checked.replay_key).await;
+                return Err(unavailable(e));
+            }
+        };
         if !verdict.is_valid {
             let reason = verdict.invalid_reason.as_deref().unwrap_or("invalid");
             return Err(PaymentError::Rejected(sanitize_reason(reason)));
         }
         Ok(Authorized {
-            payload,
-            requirements,
-            payer,
+            payload: checked.payload.clone(),
+            requirements: checked.requirements.clone(),
+            payer: checked.payer.clone(),
+            replay_key: checked.replay_key.clone(),
         })
+    }
+
+    /// Give a claimed payment back before it was settled (the request was refused after the
+    /// claim), so the payer can send it again.
+    pub async fn release(&self, store: &dyn Store, replay_key: &str) {
+        if let Err(e) = store.release_payment(replay_key).await {
+            tracing::warn!(error = %e, "a refused payment's claim could not be released");
+        }
     }
 
     /// Settle an authorized payment. On failure the error and the failed settlement response

@@ -3,6 +3,7 @@
 //! both call these and only translate the [`Reply`].
 
 pub mod paid;
+pub mod pool;
 pub mod score;
 pub mod verify;
 
@@ -29,6 +30,8 @@ pub struct Services {
     pub clock: Arc<dyn Clock>,
     /// x402: offers, checks, facilitator.
     pub payments: PaymentGate,
+    /// The bounded pool costly verifications run on.
+    pub pool: pool::WorkPool,
 }
 
 /// How an answered call was paid for.
@@ -63,6 +66,8 @@ pub struct PaymentDemand {
     pub error: Option<PaymentError>,
     /// A failed settlement, for `PAYMENT-RESPONSE`.
     pub settlement: Option<SettlementResponse>,
+    /// Why a request that carried no payment must be paid for (`payment_reason`).
+    pub reason: Option<Value>,
 }
 
 impl PaymentDemand {
@@ -74,6 +79,9 @@ impl PaymentDemand {
         }
         if let Some(e) = &self.error {
             body["payment_error"] = payment_error(e);
+        }
+        if let Some(reason) = &self.reason {
+            body["payment_reason"] = reason.clone();
         }
         body["charged"] = false.into();
         body

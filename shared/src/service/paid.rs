@@ -1,10 +1,10 @@
-//! The paid path shared by every priced call: authorize the payment, do the work, settle,
-//! record. No work is done before the payment is verified; no result is returned when
-//! settlement fails.
+//! The paid path shared by every priced call: check the payment locally, claim it and have
+//! the facilitator verify it, do the work, settle, record. No result is returned when
+//! settlement fails, and a claim is given back when the work is refused.
 
 use super::{Answer, Billing, PaymentDemand, Reply, Resource, Services};
 use crate::errors::ApiError;
-use crate::payments::{PaymentError, PaymentInput, payment_required, resource};
+use crate::payments::{Checked, PaymentError, PaymentInput, payment_required, resource};
 use crate::store::Outcome;
 use serde_json::Value;
 use std::future::Future;
@@ -39,14 +39,33 @@ pub fn demand(
         free_trial,
         error,
         settlement,
+        reason: None,
     }))
 }
 
-/// Charge `amount` for `work`: its body is returned only after settlement succeeded, and its
-/// outcome (if any) is recorded for the agent's history.
-pub async fn charge<F, Fut>(
+/// Check a payment locally (no network, no store) against what `amount` buys; a 402 naming
+/// the problem when it fails.
+pub fn precheck(
     s: &Services,
     input: &PaymentInput,
+    amount: u64,
+    res: &Resource,
+    free_trial: Option<Value>,
+) -> Result<Checked, Box<Reply>> {
+    let offered = s.payments.accepts(&s.config, amount);
+    let now = s.clock.now().unix_timestamp();
+    s.payments
+        .precheck(input, &offered, now)
+        .map_err(|e| Box::new(demand(s, amount, res, Some(e), None, free_trial)))
+}
+
+/// Charge `amount` for `work`: the payment is claimed and verified by the facilitator first;
+/// the body is returned only after settlement succeeded, and its outcome (if any) is recorded
+/// for the agent's history. Work that is refused (an error) releases the claim, so the payer
+/// can send the same payment again: nothing was settled.
+pub async fn charge<F, Fut>(
+    s: &Services,
+    checked: &Checked,
     amount: u64,
     res: &Resource,
     free_trial: Option<Value>,
@@ -56,13 +75,7 @@ where
     F: FnOnce() -> Fut,
     Fut: Future<Output = Result<(Vec<u8>, Option<Outcome>), ApiError>>,
 {
-    let offered = s.payments.accepts(&s.config, amount);
-    let now = s.clock.now().unix_timestamp();
-    let authorized = match s
-        .payments
-        .authorize(s.store.as_ref(), input, &offered, now)
-        .await
-    {
+    let authorized = match s.payments.authorize(s.store.as_ref(), checked).await {
         Ok(a) => a,
         Err(PaymentError::FacilitatorUnavailable) => {
             return Reply::Error(ApiError::FacilitatorUnavailable { retry_after: 2 });
@@ -71,7 +84,12 @@ where
     };
     let (body, outcome) = match work().await {
         Ok(done) => done,
-        Err(e) => return Reply::Error(e),
+        Err(e) => {
+            s.payments
+                .release(s.store.as_ref(), &authorized.replay_key)
+                .await;
+            return Reply::Error(e);
+        }
     };
     match s.payments.settle(&authorized).await {
         Ok(settlement) => {

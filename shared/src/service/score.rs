@@ -1,7 +1,7 @@
 //! The trust score (`GET /score/{agent_id}`, MCP `get_verification_record`) and the free
 //! reputation history (`GET /reputation/{agent_id}`).
 
-use super::paid::{charge, demand};
+use super::paid::{charge, demand, precheck};
 use super::verify::store_error as map_store_error;
 use super::{Answer, Billing, Reply, Resource, Services};
 use crate::attest::{TRUST_SCORE_CONTEXT, attest, with_attestation};
@@ -154,7 +154,11 @@ pub async fn score(s: &Services, agent_id: &str, payment: &PaymentInput, res: Re
     if !payment.is_present() {
         return demand(s, price, &res, None, None, None);
     }
-    charge(s, payment, price, &res, None, || async {
+    let checked = match precheck(s, payment, price, &res, None) {
+        Ok(c) => c,
+        Err(demand) => return *demand,
+    };
+    charge(s, &checked, price, &res, None, || async {
         Ok((signed_score(s, agent_id, &history)?, None))
     })
     .await

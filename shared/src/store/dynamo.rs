@@ -476,4 +476,16 @@ impl Store for DynamoStore {
             Err(e) => Err(classify(e)),
         }
     }
+
+    async fn release_payment(&self, key: &str) -> Result<(), StoreError> {
+        self.client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", s(format!("PAY#{key}")))
+            .key("sk", s("PAY"))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
 }

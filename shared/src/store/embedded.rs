@@ -68,6 +68,11 @@ enum Job {
         keep_until: i64,
         reply: oneshot::Sender<Result<FreeClaim, StoreError>>,
     },
+    /// Forget a payment claim that was never settled.
+    Release {
+        key: String,
+        reply: oneshot::Sender<Result<FreeClaim, StoreError>>,
+    },
 }
 
 /// The embedded (redb) store.
@@ -225,7 +230,10 @@ fn prune_payments(
 
 fn reply(job: Job, result: Result<FreeClaim, StoreError>) {
     let sender = match job {
-        Job::Claim { reply, .. } | Job::Record { reply, .. } | Job::Payment { reply, .. } => reply,
+        Job::Claim { reply, .. }
+        | Job::Record { reply, .. }
+        | Job::Payment { reply, .. }
+        | Job::Release { reply, .. } => reply,
     };
     let _ = sender.send(result);
 }
@@ -284,6 +292,19 @@ fn apply(db: &Database, batch: &[Job], durable: bool) -> Result<Vec<FreeClaim>, 
                             .map_err(|e| e.to_string())?;
                         results.push(FreeClaim::Granted { used: 1 });
                     }
+                    continue;
+                }
+                Job::Release { key, .. } => {
+                    let kept = payments
+                        .remove(key.as_str())
+                        .map_err(|e| e.to_string())?
+                        .map(|g| g.value());
+                    if let Some(until) = kept {
+                        expiry
+                            .remove((until, key.as_str()))
+                            .map_err(|e| e.to_string())?;
+                    }
+                    results.push(FreeClaim::Granted { used: 0 });
                     continue;
                 }
             };
@@ -364,6 +385,12 @@ impl Store for EmbeddedStore {
             })
             .await?;
         Ok(matches!(claim, FreeClaim::Granted { .. }))
+    }
+
+    async fn release_payment(&self, key: &str) -> Result<(), StoreError> {
+        let key = key.to_owned();
+        self.submit(|reply| Job::Release { key, reply }).await?;
+        Ok(())
     }
 
     async fn history(&self, agent_id: &str, recent: usize) -> Result<AgentHistory, StoreError> {

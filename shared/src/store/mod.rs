@@ -80,4 +80,8 @@ pub trait Store: Send + Sync {
     /// Claim a payment's identity (network, payer and nonce or transaction) once, keeping it
     /// until `keep_until` (unix seconds). `Ok(false)` when it was claimed before: a replay.
     async fn claim_payment(&self, key: &str, keep_until: i64) -> Result<bool, StoreError>;
+
+    /// Forget a payment claimed by [`Store::claim_payment`] that was never settled, so the
+    /// same payment can be sent again. Forgetting an unknown key is not an error.
+    async fn release_payment(&self, key: &str) -> Result<(), StoreError>;
 }

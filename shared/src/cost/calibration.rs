@@ -1,0 +1,125 @@
+//! The cost model's constants: what one unit of work costs on the reference machine.
+//!
+//! Measured on the project's machine (2 vCPU Intel Xeon VM, release build, `cargo run --release
+//! -p verifier-core --example calibrate` prints the ratios again) and then raised by a margin of
+//! about 2–3×, so that a slow moment of the machine still stays under the estimate. The
+//! `estimates_bound_the_real_work` test (`shared/tests/cost_bound.rs`) runs every case of the
+//! JSON-Schema-Test-Suite and of the adversarial corpus and fails if the measured CPU time or
+//! allocated memory of a verification ever passes its estimate.
+//!
+//! Each constant says what was measured.
+
+/// Fixed cost of one verification besides its parts: request bookkeeping, the report, the
+/// signing document and the Ed25519 signature of a small response (measured 28 µs for the
+/// whole hosted invoice example, signature 13 µs).
+pub const REQUEST_BASE_NS: u64 = 60_000;
+/// Fixed memory of one verification (response, findings heaps, signing buffers).
+pub const REQUEST_BASE_BYTES: u64 = 256 << 10;
+
+/// Strict parsing, per body byte (measured 3–6 ns).
+pub const PARSE_NS_PER_BYTE: u64 = 15;
+/// Writing RFC 8785 bytes and hashing them with SHA-256, per byte (measured 3–4 ns; the
+/// output and schema are hashed twice: on their own and inside the request document).
+pub const JCS_NS_PER_BYTE: u64 = 10;
+/// Signing and serializing the response, per byte of lists in it (serialized twice, JSON and
+/// RFC 8785, and hashed by the signature: measured ~4 ns).
+pub const RESPONSE_NS_PER_BYTE: u64 = 6;
+/// Bytes one reported finding adds to the response's four lists, besides its location
+/// (written about five times).
+pub const RESPONSE_BYTES_PER_FINDING: u64 = 500;
+
+/// Compiling a schema with jsonschema, per byte of its canonical text, patterns apart
+/// (measured 41–59 ns).
+pub const COMPILE_NS_PER_SCHEMA_BYTE: u64 = 150;
+/// Fixed cost of a compile (measured ~25 µs for a tiny schema).
+pub const COMPILE_BASE_NS: u64 = 60_000;
+/// Memory a compiled validator holds, per byte of the schema's parsed tree (validator nodes,
+/// locations, the index and the kept copy of the schema).
+pub const COMPILE_BYTES_PER_TREE_BYTE: u64 = 6;
+
+/// Compiling a schema whose `$ref` leads to a bundled meta-schema (jsonschema compiles the
+/// meta-schema along: measured ~1 ms).
+pub const EXTERNAL_REF_COMPILE_NS: u64 = 3_000_000;
+pub const EXTERNAL_REF_COMPILE_BYTES: u64 = 2 << 20;
+/// Applying a bundled meta-schema, per value of what it applies to.
+pub const EXTERNAL_REF_NS_PER_VALUE: u64 = 20_000;
+
+/// One application of a subschema to one value: jsonschema's `is_valid` (measured 9 ns), the
+/// check-counting walk (measured 45 ns) and this cost walk.
+pub const APPLICATION_NS: u64 = 150;
+/// One keyword of a subschema looked at during an application.
+pub const KEYWORD_NS: u64 = 8;
+/// One property looked up or compared (`properties`, `required`, `additionalProperties`).
+pub const LOOKUP_NS: u64 = 40;
+/// Counting characters (`minLength`, `maxLength`), per byte.
+pub const CHARS_NS_PER_BYTE: u64 = 2;
+/// A `format` check, per byte of the string (worst measured: `regex` and `idn-hostname`, 8 ns).
+pub const FORMAT_NS_PER_BYTE: u64 = 25;
+/// A `format` check, fixed part.
+pub const FORMAT_BASE_NS: u64 = 1_500;
+/// Memory a `format: regex` check keeps per byte of the string (jsonschema caches each one).
+pub const FORMAT_REGEX_BYTES_PER_BYTE: u64 = 3;
+/// Comparing values for `enum`/`const`, per byte of the candidates' canonical text.
+pub const EQUAL_NS_PER_BYTE: u64 = 4;
+/// Comparing values for `enum`/`const`, per candidate.
+pub const EQUAL_NS_PER_CANDIDATE: u64 = 20;
+/// `uniqueItems`, per byte of the array's canonical text and per compared item (pairwise
+/// below 16 items, hashed above).
+pub const UNIQUE_NS_PER_BYTE: u64 = 6;
+
+/// A pattern matched by jsonschema without a regex engine (a literal, a prefix, an
+/// alternation of literals, a counted character class), per byte.
+pub const MATCH_LINEAR_NS_PER_BYTE: u64 = 4;
+/// A pattern whose lazy DFA fits its cache, per byte (measured 1.9 ns).
+pub const MATCH_DFA_NS_PER_BYTE: u64 = 6;
+/// Building one lazy-DFA state, per NFA state it holds (paid once per state and cache).
+pub const DFA_STATE_NS_PER_NFA_STATE: u64 = 30;
+/// A pattern run by the PikeVM (Unicode word boundaries on non-ASCII text, or an automaton too
+/// large for a DFA), per byte; measured up to 30 ns with a handful of states.
+pub const MATCH_PIKE_NS_PER_BYTE: u64 = 100;
+/// The PikeVM, per byte and NFA state (measured up to 1.12 ns).
+pub const MATCH_PIKE_NS_PER_STATE_BYTE: u64 = 5;
+/// Any match, fixed part.
+pub const MATCH_BASE_NS: u64 = 150;
+
+/// Building a pattern's NFA, per byte of it: how much of the budget a pattern may compile
+/// before it is refused (measured 7–17 ns; Unicode classes cost more, which the timed builds
+/// below account for).
+pub const REGEX_COMPILE_NS_PER_NFA_BYTE: u64 = 45;
+/// Building a pattern's regex, fixed part (measured ~2–30 µs).
+pub const REGEX_COMPILE_BASE_NS: u64 = 60_000;
+/// The regex crate's build time per unit of our own NFA build time (measured up to 2.2× on
+/// large automata, up to 6× on tiny ones whose full DFA it builds too).
+pub const REGEX_COMPILE_PER_NFA_BUILD: u64 = 5;
+/// The regex crate's build time per unit of our own determinization time (its full DFAs for
+/// small automata; `(?i)hello world`: 192 µs against 11 µs of NFA).
+pub const REGEX_COMPILE_PER_DFA_BUILD: u64 = 4;
+/// Memory a compiled regex holds, per byte of its NFA (forward and reverse NFAs and the
+/// engines built from them; measured 3.2×).
+pub const REGEX_HELD_BYTES_PER_NFA_BYTE: u64 = 4;
+/// Memory while a regex compiles, per byte of its NFA (measured 7.3×).
+pub const REGEX_PEAK_BYTES_PER_NFA_BYTE: u64 = 8;
+/// A compiled regex's fixed memory (measured ~6 KB; ~20 KB after first use).
+pub const REGEX_BASE_BYTES: u64 = 48 << 10;
+/// The matching engines' scratch space (PikeVM and backtracker caches), per NFA state.
+pub const REGEX_SCRATCH_BYTES_PER_STATE: u64 = 160;
+
+/// Collecting one schema error and turning it into a finding (measured 1.4–1.5 µs).
+pub const ERROR_NS: u64 = 4_000;
+/// Memory per collected schema error kept for de-duplication.
+pub const ERROR_BYTES: u64 = 96;
+
+/// A rule or bound resolving its path, per output value it may visit.
+pub const RULE_NS_PER_VALUE: u64 = 60;
+/// `exists_in` and `unique`: canonical bytes of each value, per byte.
+pub const RULE_NS_PER_BYTE: u64 = 12;
+/// Memory a rule holds per value it may visit (its location and a hash-set entry).
+pub const RULE_BYTES_PER_VALUE: u64 = 160;
+/// Strict content checks, per output value and per string byte (lower-casing).
+pub const CONTENT_NS_PER_VALUE: u64 = 40;
+pub const CONTENT_NS_PER_BYTE: u64 = 6;
+
+/// The cost walk's memo entry, per distinct (subschema, value) pair.
+pub const WALK_BYTES_PER_PAIR: u64 = 96;
+/// The cost walk, per distinct (subschema, value) pair it prices.
+pub const WALK_NS_PER_PAIR: u64 = 120;

@@ -1,0 +1,141 @@
+//! The parts of a verification's cost besides compiling and applying the schema: reading the
+//! request, the rules and bounds, the content checks, and the receipt (hashes, report,
+//! signature).
+
+use super::calibration as c;
+use super::size::Shape;
+use super::{Cost, Meter, OverBudget, Part};
+use crate::request::{Operand, RuleType, VerifyRequest};
+
+/// The sizes an estimate is made from, measured once per request.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestShape {
+    /// `submitted_output`.
+    pub output: Shape,
+    /// `expected_schema` (its parsed tree).
+    pub schema: Shape,
+    /// Bytes of the request as received.
+    pub body_bytes: u64,
+}
+
+impl RequestShape {
+    /// Measure a request.
+    pub fn of(req: &VerifyRequest, body_bytes: usize) -> Self {
+        RequestShape {
+            output: Shape::of(&req.submitted_output),
+            schema: Shape::of(&req.expected_schema.value),
+            body_bytes: body_bytes as u64,
+        }
+    }
+}
+
+/// Charge reading the request: parsing its bytes and the trees it was parsed into.
+pub fn charge_parse(meter: &mut Meter, shape: &RequestShape) -> Result<(), OverBudget> {
+    meter.charge(
+        Part::Parse,
+        Cost::new(
+            c::PARSE_NS_PER_BYTE.saturating_mul(shape.body_bytes),
+            shape
+                .output
+                .tree_bytes
+                .saturating_add(shape.schema.tree_bytes)
+                .saturating_add(shape.body_bytes),
+        ),
+    )
+}
+
+/// Charge the receipt: four canonical hashes (output and schema twice: alone and inside the
+/// request document), the report with its lists (at most `list_cap` of the `findings` the
+/// request can have), the signature.
+pub fn charge_receipt(
+    meter: &mut Meter,
+    req: &VerifyRequest,
+    shape: &RequestShape,
+    findings: u64,
+    list_cap: usize,
+) -> Result<(), OverBudget> {
+    let canonical = shape
+        .output
+        .jcs_bytes
+        .saturating_add(req.expected_schema.canonical.len() as u64)
+        .saturating_add(Shape::of(&req.rules_sent).jcs_bytes)
+        .saturating_add(Shape::of(&req.bounds_sent).jcs_bytes);
+    // Each reported finding appears in four lists, naming its location about five times.
+    let reported = findings.min(list_cap as u64);
+    let lists =
+        reported.saturating_mul(5 * shape.output.longest_path + c::RESPONSE_BYTES_PER_FINDING);
+    meter.charge(
+        Part::Receipt,
+        Cost::new(
+            c::REQUEST_BASE_NS
+                .saturating_add(c::JCS_NS_PER_BYTE.saturating_mul(canonical.saturating_mul(2)))
+                .saturating_add(c::RESPONSE_NS_PER_BYTE.saturating_mul(lists)),
+            c::REQUEST_BASE_BYTES
+                .saturating_add(canonical.saturating_mul(2))
+                .saturating_add(lists.saturating_mul(2)),
+        ),
+    )
+}
+
+/// Charge the rules and bounds: each resolves its path (and an operand path) over the output;
+/// `exists_in` and `unique` also write the canonical bytes of every value they compare.
+pub fn charge_rules(
+    meter: &mut Meter,
+    req: &VerifyRequest,
+    shape: &RequestShape,
+) -> Result<(), OverBudget> {
+    let values = shape.output.values;
+    let per_walk = Cost::new(
+        c::RULE_NS_PER_VALUE.saturating_mul(values),
+        c::RULE_BYTES_PER_VALUE.saturating_mul(values),
+    );
+    for _ in &req.bounds {
+        meter.charge(Part::Rules, per_walk)?;
+    }
+    for rule in &req.rules {
+        let walks = if matches!(rule.operand, Operand::Field(_)) {
+            2
+        } else {
+            1
+        };
+        meter.charge(Part::Rules, per_walk.times(walks))?;
+        if matches!(rule.kind, RuleType::ExistsIn | RuleType::Unique) {
+            let mut bytes = shape.output.jcs_bytes;
+            if let Operand::List(list) = &rule.operand {
+                bytes = bytes.saturating_add(
+                    list.iter()
+                        .map(|v| Shape::of(v).jcs_bytes)
+                        .fold(0u64, u64::saturating_add),
+                );
+            }
+            meter.charge(
+                Part::Rules,
+                Cost::new(
+                    c::RULE_NS_PER_BYTE.saturating_mul(bytes),
+                    bytes.saturating_mul(2),
+                ),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Charge the strict content checks (every string lower-cased and compared).
+pub fn charge_content(
+    meter: &mut Meter,
+    req: &VerifyRequest,
+    shape: &RequestShape,
+) -> Result<(), OverBudget> {
+    if !req.strict_content_check {
+        return Ok(());
+    }
+    meter.charge(
+        Part::Content,
+        Cost::new(
+            c::CONTENT_NS_PER_VALUE
+                .saturating_mul(shape.output.values)
+                .saturating_add(c::CONTENT_NS_PER_BYTE.saturating_mul(shape.output.string_bytes)),
+            shape.output.string_bytes.saturating_mul(4),
+        ),
+    )
+}
