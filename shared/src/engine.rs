@@ -186,6 +186,29 @@ impl Engine {
         VerifyRequest::from_body_with(body, Some(&self.schema_docs))
     }
 
+    /// Check a body that goes to payment without building its output (or a schema over the
+    /// free size limit); the schema when it was built, to screen it.
+    pub fn screen_body(
+        &self,
+        body: &[u8],
+        max_schema_bytes: usize,
+    ) -> Result<Option<Arc<SchemaDoc>>, InvalidRequest> {
+        VerifyRequest::screen_body(body, &self.schema_docs, max_schema_bytes)
+    }
+
+    /// Remember a served request's schema by its text, so the same text is neither parsed nor
+    /// hashed again.
+    pub fn remember_schema(&self, body: &[u8], req: &VerifyRequest) {
+        if let Some(text) = req
+            .schema_text
+            .clone()
+            .and_then(|span| body.get(span))
+            .and_then(|bytes| std::str::from_utf8(bytes).ok())
+        {
+            self.schema_docs.remember(text, &req.expected_schema);
+        }
+    }
+
     /// The configuration.
     pub fn config(&self) -> &EngineConfig {
         &self.config
@@ -220,6 +243,7 @@ impl Engine {
         }
         let compiled = Arc::new(CompiledSchema::compile_metered(
             &schema.value,
+            schema.canonical.len(),
             &self.schema_options,
             meter,
         )?);
@@ -239,15 +263,33 @@ impl Engine {
         body_len: usize,
         meter: &mut Meter,
     ) -> Result<(), OverBudget> {
+        self.price_capped(req, schema, body_len, meter, None)
+    }
+
+    /// [`Engine::price`] whose schema walk stops undecided after `pair_cap` distinct pairs:
+    /// a cheap second look at whether a request over one budget is past another one too.
+    pub fn price_capped(
+        &self,
+        req: &VerifyRequest,
+        schema: &CompiledSchema,
+        body_len: usize,
+        meter: &mut Meter,
+        pair_cap: Option<usize>,
+    ) -> Result<(), OverBudget> {
         let shape = RequestShape::of(req, body_len);
         charge_parse(meter, &shape)?;
         charge_rules(meter, req, &shape)?;
         charge_content(meter, req, &shape)?;
-        let walk = schema.price(&req.submitted_output, meter)?;
+        let walk = schema.price(&req.submitted_output, meter, pair_cap)?;
+        meter.note_validation(walk.cpu_ns);
+        let content_checks = if req.strict_content_check {
+            content::CHECK_COUNT
+        } else {
+            0
+        };
         let findings = walk
             .potential_errors
-            .saturating_add((req.rules.len() + req.bounds.len()) as u64)
-            .saturating_add(content::CHECK_COUNT as u64);
+            .saturating_add((req.rules.len() + req.bounds.len() + content_checks) as u64);
         charge_receipt(meter, req, &shape, findings, self.config.list_cap)?;
         Ok(())
     }

@@ -108,18 +108,19 @@ pub fn parse_strict(
     bytes: &[u8],
     known_fields: &'static [&'static str],
 ) -> Result<Value, LocatedJsonError> {
-    parse_strict_capturing(bytes, known_fields, None).map(|(value, _)| value)
+    parse_strict_capturing(bytes, known_fields, &[]).map(|(value, _)| value)
 }
 
-/// Like [`parse_strict`], but the top-level member `capture` (when present) is not parsed:
-/// its exact text is returned instead, for the caller to parse strictly (or find in a cache).
-/// The text is valid JSON syntax; its keys and numbers are not checked yet.
-pub fn parse_strict_capturing<'de>(
+/// Like [`parse_strict`], but the top-level members named in `capture` (when present) are not
+/// parsed: their exact texts are returned instead (in `capture`'s order), for the caller to
+/// parse strictly, find in a cache, or only check. The texts are valid JSON syntax; their keys
+/// and numbers are not checked yet.
+pub fn parse_strict_capturing<'de, const N: usize>(
     bytes: &'de [u8],
     known_fields: &'static [&'static str],
-    capture: Option<&'static str>,
-) -> Result<(Value, Option<&'de str>), LocatedJsonError> {
-    let captured = Cell::new(None);
+    capture: &'static [&'static str; N],
+) -> Result<(Value, [Option<&'de str>; N]), LocatedJsonError> {
+    let captured: [Cell<Option<&'de RawValue>>; N] = std::array::from_fn(|_| Cell::new(None));
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let seed = TopSeed {
         known: known_fields,
@@ -154,7 +155,7 @@ pub fn parse_strict_capturing<'de>(
             field,
         });
     }
-    Ok((value, captured.get().map(RawValue::get)))
+    Ok((value, captured.map(|c| c.get().map(RawValue::get))))
 }
 
 thread_local! {
@@ -211,6 +212,132 @@ fn find_unsafe_integer(bytes: &[u8]) -> Option<(usize, usize)> {
     None
 }
 
+/// Check a JSON text as strictly as [`parse_strict_value`] would parse it — duplicate keys,
+/// unsafe integers, non-finite numbers, nesting deeper than `max_depth` — without building it:
+/// memory stays proportional to the keys of the objects open at once.
+pub fn check_strict(text: &str, max_depth: usize) -> Result<(), JsonError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    SUSPECT.with(|f| f.set(None));
+    let result = Check { depth: max_depth }
+        .deserialize(&mut de)
+        .and_then(|()| de.end());
+    if let Err(e) = result {
+        let mut error = classify(&e);
+        if let JsonError::NonFinite { .. } = error
+            && let Some((line, column)) = find_unsafe_integer(text.as_bytes())
+            && (line, column) <= (e.line(), e.column())
+        {
+            error = JsonError::UnsafeInteger { line, column };
+        }
+        return Err(error);
+    }
+    if SUSPECT.with(Cell::get).is_some()
+        && let Some((line, column)) = find_unsafe_integer(text.as_bytes())
+    {
+        return Err(JsonError::UnsafeInteger { line, column });
+    }
+    Ok(())
+}
+
+/// The strict checks without the tree: what [`check_strict`] runs.
+struct Check {
+    depth: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for Check {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+/// An object key, borrowed from the text when it has no escapes.
+struct Key;
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = std::borrow::Cow<'de, str>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = std::borrow::Cow<'de, str>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object key")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(std::borrow::Cow::Borrowed(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(std::borrow::Cow::Owned(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(std::borrow::Cow::Owned(v))
+    }
+}
+
+impl<'de> Visitor<'de> for Check {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
+        safe_integer(v.unsigned_abs())
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
+        safe_integer(v)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+        if v.abs() >= MAX_SAFE_INTEGER as f64 && v.fract() == 0.0 {
+            SUSPECT.with(|f| f.set(Some(None)));
+        }
+        if v.is_finite() {
+            Ok(())
+        } else {
+            Err(E::custom(NON_FINITE))
+        }
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let depth = self.deeper()?;
+        while seq.next_element_seed(Check { depth })?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let depth = self.deeper()?;
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key_seed(Key)? {
+            if !seen.insert(key) {
+                return Err(de::Error::custom(DUPLICATE_KEY));
+            }
+            map.next_value_seed(Check { depth })?;
+        }
+        Ok(())
+    }
+}
+
+impl Check {
+    /// The depth left inside a container, or the error serde_json gives past its own limit.
+    fn deeper<E: de::Error>(&self) -> Result<usize, E> {
+        self.depth
+            .checked_sub(1)
+            .ok_or_else(|| E::custom("recursion limit exceeded"))
+    }
+}
+
 /// Parse any JSON document strictly (no field attribution).
 pub fn parse_strict_value(bytes: &[u8]) -> Result<Value, JsonError> {
     parse_strict(bytes, &[]).map_err(|e| e.error)
@@ -236,8 +363,8 @@ fn classify(e: &serde_json::Error) -> JsonError {
 
 struct TopSeed<'a, 'de> {
     known: &'static [&'static str],
-    capture: Option<&'static str>,
-    captured: &'a Cell<Option<&'de RawValue>>,
+    capture: &'static [&'static str],
+    captured: &'a [Cell<Option<&'de RawValue>>],
 }
 
 impl<'de> DeserializeSeed<'de> for TopSeed<'_, 'de> {
@@ -322,12 +449,16 @@ impl<'de> Visitor<'de> for StrictVisitor<'_, 'de> {
                 FIELD.with(|f| f.set(top.known.iter().find(|k| **k == key).copied()));
             }
             if let Some(top) = &self.top
-                && top.capture == Some(key.as_str())
+                && let Some(slot) = top
+                    .capture
+                    .iter()
+                    .position(|c| *c == key)
+                    .and_then(|i| top.captured.get(i))
             {
-                if top.captured.get().is_some() {
+                if slot.get().is_some() {
                     return Err(de::Error::custom(DUPLICATE_KEY));
                 }
-                top.captured.set(Some(map.next_value::<&'de RawValue>()?));
+                slot.set(Some(map.next_value::<&'de RawValue>()?));
                 FIELD.with(|f| f.set(None));
                 continue;
             }
@@ -436,6 +567,39 @@ mod tests {
         assert_eq!(parse_strict_value(deep.as_bytes()), Err(JsonError::TooDeep));
         let ok = "[".repeat(100) + &"]".repeat(100);
         assert!(parse_strict_value(ok.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn checking_without_building_refuses_what_parsing_refuses() {
+        for bad in [
+            r#"{"a": {"b": 1, "b": 2}}"#,
+            "[9007199254740993]",
+            "[123456789012345678901234567890]",
+            "1e400",
+            "{",
+            "[1,]",
+            "\"\\ud800\"",
+        ] {
+            assert_eq!(
+                check_strict(bad, 126),
+                parse_strict_value(bad.as_bytes()).map(|_| ()),
+                "{bad}"
+            );
+        }
+        for good in [
+            r#"{"a": [1, 2.5, "x", null, true, {"b": {}}]}"#,
+            r#"{"k\u0041": 1, "kB": 2}"#,
+        ] {
+            assert_eq!(check_strict(good, 126), Ok(()), "{good}");
+        }
+        // Escaped and plain spellings of one key are duplicates.
+        assert!(matches!(
+            check_strict(r#"{"kA": 1, "k\u0041": 2}"#, 126),
+            Err(JsonError::DuplicateKey { .. })
+        ));
+        let deep = "[".repeat(5) + &"]".repeat(5);
+        assert_eq!(check_strict(&deep, 5), Ok(()));
+        assert_eq!(check_strict(&deep, 4), Err(JsonError::TooDeep));
     }
 
     #[test]

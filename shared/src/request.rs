@@ -38,6 +38,8 @@ pub const RULE_KEYS: &[&str] = &[
     "tolerance",
     "if_present",
 ];
+const FIX_SCHEMA_TYPE: &str = "Send a JSON Schema object, e.g. {\"type\": \"object\"}.";
+
 /// The keys a bound object may have.
 pub const BOUND_KEYS: &[&str] = &["min", "max", "if_present"];
 const RULE_TYPES_FIX: &str = "Use one of: 'sum_equals', 'gte', 'lte', 'exists_in' or 'unique'.";
@@ -170,6 +172,9 @@ pub struct VerifyRequest {
     pub rules_sent: Value,
     pub bounds: Vec<Bound>,
     pub rules: Vec<Rule>,
+    /// Where `expected_schema`'s text is in the body it was parsed from (to remember the
+    /// schema by its text once the request is served).
+    pub schema_text: Option<std::ops::Range<usize>>,
 }
 
 /// An invalid request: every problem found.
@@ -200,20 +205,108 @@ impl VerifyRequest {
         body: &[u8],
         schemas: Option<&SchemaDocs>,
     ) -> Result<Self, InvalidRequest> {
-        let (value, schema_text) =
-            json::parse_strict_capturing(body, FIELDS, Some("expected_schema")).map_err(|e| {
+        let (value, [schema_text]) =
+            json::parse_strict_capturing(body, FIELDS, &["expected_schema"]).map_err(|e| {
                 let field = e.field.unwrap_or("body");
                 InvalidRequest::one(json_problem(field, e.error))
             })?;
         let schema = schema_text.map(|text| {
             let origin = json::origin_of(body, text.as_bytes());
             match schemas {
-                Some(cache) => cache.resolve(text, origin),
+                Some(cache) => cache.lookup(text, origin),
                 None => SchemaDoc::from_text(text, origin).map(Arc::new),
             }
         });
         // The parser bounds the body's depth already.
-        Self::validate(value, Some(schema), false)
+        let mut request = Self::validate(value, Some(schema), false)?;
+        request.schema_text = schema_text.map(|text| {
+            let start = (text.as_ptr() as usize).saturating_sub(body.as_ptr() as usize);
+            start..start + text.len()
+        });
+        Ok(request)
+    }
+
+    /// Validate a request body that will not be run (it goes to payment) with every check
+    /// [`VerifyRequest::from_body`] makes, without building `submitted_output` (checked in
+    /// place) or an `expected_schema` larger than `max_schema_bytes` (checked in place too; the
+    /// caller then cannot screen it). Returns the schema when it was built.
+    pub fn screen_body(
+        body: &[u8],
+        schemas: &SchemaDocs,
+        max_schema_bytes: usize,
+    ) -> Result<Option<Arc<SchemaDoc>>, InvalidRequest> {
+        let (mut value, [schema_text, output_text]) =
+            json::parse_strict_capturing(body, FIELDS, &["expected_schema", "submitted_output"])
+                .map_err(|e| {
+                    let field = e.field.unwrap_or("body");
+                    InvalidRequest::one(json_problem(field, e.error))
+                })?;
+        let in_place = |field: &str, text: &str| {
+            json::check_strict(text, MAX_FIELD_DEPTH)
+                .map_err(|e| json_problem(field, e.shifted(json::origin_of(body, text.as_bytes()))))
+        };
+        let mut checked_schema: Option<Result<(), FieldProblem>> = None;
+        let schema = match schema_text {
+            Some(text) if text.len() > max_schema_bytes => {
+                let checked = in_place("expected_schema", text).and_then(|()| {
+                    let first = text.trim_start().as_bytes().first();
+                    match first {
+                        Some(b'{' | b't' | b'f') => Ok(()),
+                        _ => Err(FieldProblem::new(
+                            "expected_schema",
+                            "must be a JSON Schema: an object or a boolean",
+                            FIX_SCHEMA_TYPE,
+                        )),
+                    }
+                });
+                checked_schema = Some(checked);
+                None
+            }
+            Some(text) => Some(schemas.lookup(text, json::origin_of(body, text.as_bytes()))),
+            None => None,
+        };
+        let mut problems = Vec::new();
+        if let Some(text) = output_text {
+            if let Err(problem) = in_place("submitted_output", text) {
+                problems.push(problem);
+            }
+            // Present (its value is not needed to decide the price).
+            if let Value::Object(map) = &mut value {
+                map.insert("submitted_output".into(), Value::Null);
+            }
+        }
+        let validated = match (schema, checked_schema) {
+            (Some(built), _) => {
+                Self::validate(value, Some(Some(built)), false).map(|r| Some(r.expected_schema))
+            }
+            (None, Some(checked)) => {
+                // Validate everything else against a stand-in schema, then report the schema's
+                // own problem if it had one.
+                let stand_in = Arc::new(
+                    SchemaDoc::from_value(Value::Bool(true)).map_err(InvalidRequest::one)?,
+                );
+                let rest = Self::validate(value, Some(Some(Ok(stand_in))), false).map(|_| None);
+                match (rest, checked) {
+                    (Ok(_), Err(problem)) => Err(InvalidRequest::one(problem)),
+                    (Err(mut invalid), Err(problem)) => {
+                        invalid.problems.push(problem);
+                        Err(invalid)
+                    }
+                    (rest, Ok(())) => rest,
+                }
+            }
+            (None, None) => {
+                Self::validate(value, Some(None), false).map(|r| Some(r.expected_schema))
+            }
+        };
+        match validated {
+            Ok(schema) if problems.is_empty() => Ok(schema),
+            Ok(_) => Err(InvalidRequest { problems }),
+            Err(mut invalid) => {
+                invalid.problems.extend(problems);
+                Err(invalid)
+            }
+        }
     }
 
     /// Validate an already-parsed request object (MCP tool arguments arrive this way).
@@ -316,6 +409,7 @@ impl VerifyRequest {
             rules_sent,
             bounds,
             rules,
+            schema_text: None,
         })
     }
 

@@ -26,6 +26,8 @@ pub struct SchemaDoc {
     pub digest: [u8; 32],
     /// `schema_hash`: the digest in lowercase hex.
     pub hash: String,
+    /// Memory the parsed tree holds.
+    pub tree_bytes: u64,
 }
 
 const FIX_TYPE: &str = "Send a JSON Schema object, e.g. {\"type\": \"object\"}.";
@@ -47,6 +49,7 @@ impl SchemaDoc {
         let canonical = value_to_jcs(&value);
         let digest = sha256(&canonical);
         Ok(SchemaDoc {
+            tree_bytes: crate::cost::size::Shape::of(&value).tree_bytes,
             hash: crate::canonical::digest_hex(&digest),
             value,
             canonical,
@@ -68,8 +71,8 @@ struct TextWeight;
 
 impl Weighter<Box<str>, Arc<SchemaDoc>> for TextWeight {
     fn weight(&self, key: &Box<str>, doc: &Arc<SchemaDoc>) -> u64 {
-        // The text, the canonical copy, and about as much again for the parsed value.
-        (key.len() * 2 + doc.canonical.len()) as u64 + 64
+        // The text, the canonical copy and the parsed tree.
+        (key.len() + doc.canonical.len()) as u64 + doc.tree_bytes + 64
     }
 }
 
@@ -94,12 +97,30 @@ impl SchemaDocs {
         text: &str,
         origin: (usize, usize),
     ) -> Result<Arc<SchemaDoc>, FieldProblem> {
-        if let Some(doc) = self.cache.get(text) {
-            return Ok(doc);
-        }
-        let doc = Arc::new(SchemaDoc::from_text(text, origin)?);
-        self.cache.insert(text.into(), doc.clone());
+        let doc = self.lookup(text, origin)?;
+        self.remember(text, &doc);
         Ok(doc)
+    }
+
+    /// The schema for a request text: from the cache when this exact text was seen, else
+    /// parsed and checked, but not remembered (see [`SchemaDocs::remember`]).
+    pub fn lookup(
+        &self,
+        text: &str,
+        origin: (usize, usize),
+    ) -> Result<Arc<SchemaDoc>, FieldProblem> {
+        match self.cache.get(text) {
+            Some(doc) => Ok(doc),
+            None => Ok(Arc::new(SchemaDoc::from_text(text, origin)?)),
+        }
+    }
+
+    /// Remember a schema by its text (a request that was served: a schema that only reached
+    /// a 402 is never kept).
+    pub fn remember(&self, text: &str, doc: &Arc<SchemaDoc>) {
+        if self.cache.peek(text).is_none() {
+            self.cache.insert(text.into(), doc.clone());
+        }
     }
 }
 

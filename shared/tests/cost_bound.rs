@@ -83,6 +83,7 @@ fn measure(
     let mut meter = Meter::new(UNLIMITED);
     let compiled = CompiledSchema::compile_metered(
         &req.expected_schema.value,
+        req.expected_schema.canonical.len(),
         &SchemaOptions::default(),
         &mut meter,
     )
@@ -90,6 +91,7 @@ fn measure(
     engine.price(&req, &compiled, body.len(), &mut meter).ok()?;
     drop(compiled);
     let mut estimate = meter.total();
+    estimate.mem_bytes = meter.peak_bytes();
     let now = time::OffsetDateTime::now_utc();
     let mut best_cpu = u64::MAX;
     let mut peak = 0;
@@ -101,6 +103,7 @@ fn measure(
         let mut m = Meter::new(UNLIMITED);
         let compiled = CompiledSchema::compile_metered(
             &req.expected_schema.value,
+            req.expected_schema.canonical.len(),
             &SchemaOptions::default(),
             &mut m,
         )

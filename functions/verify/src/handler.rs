@@ -1,4 +1,5 @@
-//! The verify handlers: size limits, content type, parsing, then the verification call.
+//! The verify handlers: size limits, content type, then the verification call (which parses
+//! the body, on the bounded pool when it is large).
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -9,7 +10,7 @@ use function_common::respond::{self, payment_input};
 use function_common::{client_address, reply};
 use std::sync::Arc;
 use verifier_core::errors::ApiError;
-use verifier_core::service::verify::{DESCRIPTION, VerifyCall, probe, verify};
+use verifier_core::service::verify::{BodyCall, DESCRIPTION, probe, verify_body};
 use verifier_core::service::{Resource, Services};
 
 /// `POST /verify/schema`.
@@ -68,17 +69,12 @@ async fn handle(State(s): State<Arc<Services>>, req: Request, path: &'static str
     if !is_json(&parts.headers) {
         return respond::error(&ApiError::UnsupportedMediaType, config);
     }
-    let request = match s.engine.parse(&bytes) {
-        Ok(r) => r,
-        Err(e) => return respond::error(&ApiError::InvalidRequest(e.problems), config),
-    };
     let payment = payment_input(&parts.headers);
-    let call = VerifyCall {
+    let call = BodyCall {
         client: &client,
-        request: &request,
-        body_len: bytes.len(),
+        body: &bytes,
         payment: &payment,
         resource,
     };
-    reply(verify(&s, call).await, config)
+    reply(verify_body(&s, call).await, config)
 }

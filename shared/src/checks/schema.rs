@@ -7,7 +7,7 @@ use super::{Finding, Findings, Severity, describe_value};
 use crate::cost::calibration as c;
 use crate::cost::patterns::{DFA_CACHE_BYTES, MAX_NFA_BYTES, PatternCost, TooLarge};
 use crate::cost::size::Shape;
-use crate::cost::walk::{StaticCosts, WalkSummary, price};
+use crate::cost::walk::{Comparison, StaticCosts, WalkSummary, price};
 use crate::cost::{Budget, Cost, Meter, OverBudget, Part, Resource};
 use crate::path::Location;
 use jsonschema::error::ValidationErrorKind;
@@ -136,7 +136,8 @@ const UNMETERED: Budget = Budget {
 impl CompiledSchema {
     /// Compile a schema outside any request (tests and tools): no budget but the regex limits.
     pub fn compile(schema: &Value, options: &SchemaOptions) -> Result<Self, SchemaError> {
-        match Self::compile_metered(schema, options, &mut Meter::new(UNMETERED)) {
+        let canonical_len = crate::canonical::value_to_jcs(schema).len();
+        match Self::compile_metered(schema, canonical_len, options, &mut Meter::new(UNMETERED)) {
             Ok(compiled) => Ok(compiled),
             Err(CompileError::Invalid(e)) => Err(e),
             Err(CompileError::OverBudget(_)) => Err(SchemaError::BadPattern),
@@ -148,6 +149,7 @@ impl CompiledSchema {
     /// passes the budget.
     pub fn compile_metered(
         schema: &Value,
+        canonical_len: usize,
         options: &SchemaOptions,
         meter: &mut Meter,
     ) -> Result<Self, CompileError> {
@@ -159,16 +161,6 @@ impl CompiledSchema {
             },
         };
         let shape = Shape::of(schema);
-        meter.charge(
-            Part::SchemaCompile,
-            Cost::new(
-                c::COMPILE_BASE_NS
-                    .saturating_add(c::COMPILE_NS_PER_SCHEMA_BYTE.saturating_mul(shape.jcs_bytes)),
-                shape
-                    .tree_bytes
-                    .saturating_mul(c::COMPILE_BYTES_PER_TREE_BYTE + 1),
-            ),
-        )?;
         let schema = Box::new(schema.clone());
         let formats = options.validate_formats.unwrap_or(matches!(
             draft,
@@ -180,6 +172,19 @@ impl CompiledSchema {
         }
         let before = meter.total();
         let statics = static_costs(&schema, &index, meter)?;
+        meter.charge(
+            Part::SchemaCompile,
+            Cost::new(
+                c::COMPILE_BASE_NS
+                    .saturating_add(c::COMPILE_NS_PER_NODE.saturating_mul(statics.nodes))
+                    .saturating_add(
+                        c::COMPILE_NS_PER_SCHEMA_BYTE.saturating_mul(canonical_len as u64),
+                    ),
+                shape
+                    .tree_bytes
+                    .saturating_mul(c::COMPILE_BYTES_PER_TREE_BYTE + 1),
+            ),
+        )?;
         let mut builder = jsonschema::options()
             .with_draft(draft)
             .with_pattern_options(
@@ -197,10 +202,7 @@ impl CompiledSchema {
         let validator = builder
             .build(&schema)
             .map_err(|e| classify_build_error(&e))?;
-        let held_bytes = shape
-            .tree_bytes
-            .saturating_mul(c::COMPILE_BYTES_PER_TREE_BYTE + 1)
-            .saturating_add(meter.total().mem_bytes.saturating_sub(before.mem_bytes));
+        let held_bytes = meter.total().mem_bytes.saturating_sub(before.mem_bytes);
         Ok(CompiledSchema {
             validator,
             schema,
@@ -222,8 +224,14 @@ impl CompiledSchema {
         self.held_bytes
     }
 
-    /// Price applying this schema to `instance`, charging the meter (see [`crate::cost::walk`]).
-    pub fn price(&self, instance: &Value, meter: &mut Meter) -> Result<WalkSummary, OverBudget> {
+    /// Price applying this schema to `instance`, charging the meter (see [`crate::cost::walk`]);
+    /// with `pair_cap`, stop undecided after that many distinct (subschema, value) pairs.
+    pub fn price(
+        &self,
+        instance: &Value,
+        meter: &mut Meter,
+        pair_cap: Option<usize>,
+    ) -> Result<WalkSummary, OverBudget> {
         price(
             &self.schema,
             &self.index,
@@ -231,6 +239,7 @@ impl CompiledSchema {
             self.formats,
             instance,
             meter,
+            pair_cap,
         )
     }
 
@@ -252,6 +261,8 @@ impl CompiledSchema {
         let counted = count_checks(&self.schema, &self.index, instance, want_blank_required);
         let mut failed_keys: HashSet<u64> = HashSet::new();
         if !self.validator.is_valid(instance) {
+            // Collecting the errors applies the schema again.
+            meter.charge(Part::SchemaErrors, Cost::cpu(meter.validation_ns()))?;
             for error in self.validator.iter_errors(instance) {
                 meter.charge(Part::SchemaErrors, Cost::new(c::ERROR_NS, c::ERROR_BYTES))?;
                 let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -326,6 +337,7 @@ fn static_costs(
     let mut pricer = PatternPricer::default();
     let mut stack: Vec<&Value> = vec![schema];
     while let Some(node) = stack.pop() {
+        statics.nodes += 1;
         match node {
             Value::Object(map) => {
                 for (key, value) in map {
@@ -344,16 +356,9 @@ fn static_costs(
                             }
                         }
                         ("enum" | "const", v) => {
-                            let candidates = match v {
-                                Value::Array(list) if key == "enum" => list.len() as u64,
-                                _ => 1,
-                            };
-                            let bytes = Shape::of(v).jcs_bytes;
                             statics.comparisons.insert(
                                 v as *const Value as usize,
-                                c::EQUAL_NS_PER_CANDIDATE
-                                    .saturating_mul(candidates)
-                                    .saturating_add(c::EQUAL_NS_PER_BYTE.saturating_mul(bytes)),
+                                Comparison::of(v, key == "enum"),
                             );
                         }
                         ("$ref", Value::String(r))
@@ -412,10 +417,8 @@ impl<'s> PatternPricer<'s> {
             }
             Err(TooLarge) => return Err(over(meter, nfa_left + 1).into()),
         };
-        if priced.compile_peak > meter.mem_left() {
-            return Err(over(meter, priced.compile_peak).into());
-        }
         meter.charge(Part::Patterns, priced.compile)?;
+        meter.charge_transient(Part::Patterns, priced.compile_peak)?;
         self.by_text.insert(text, priced);
         Ok(priced)
     }

@@ -304,6 +304,11 @@ pub struct Meter {
     budget: Budget,
     parts: [Cost; Part::ALL.len()],
     total: Cost,
+    /// CPU the validator spends applying the schema to the output, as priced: spent again
+    /// when the output is invalid and its errors are collected.
+    validation_ns: u64,
+    /// The largest memory needed for a moment only (a pattern's compile), on top of the total.
+    transient: u64,
 }
 
 impl fmt::Debug for Meter {
@@ -322,6 +327,8 @@ impl Meter {
             budget,
             parts: [Cost::ZERO; Part::ALL.len()],
             total: Cost::ZERO,
+            validation_ns: 0,
+            transient: 0,
         }
     }
 
@@ -346,12 +353,31 @@ impl Meter {
         self.check()
     }
 
+    /// Charge memory needed only for a moment (freed before the next such moment): the peak
+    /// is the held total plus the largest of these.
+    pub fn charge_transient(&mut self, part: Part, bytes: u64) -> Result<(), OverBudget> {
+        if bytes > self.transient {
+            self.transient = bytes;
+            if self.peak_bytes() > self.budget.mem_bytes {
+                let mut over = self.over(Resource::Memory);
+                over.part = part;
+                return Err(over);
+            }
+        }
+        Ok(())
+    }
+
+    /// The memory estimate at its peak: what is held plus the largest transient need.
+    pub fn peak_bytes(&self) -> u64 {
+        self.total.mem_bytes.saturating_add(self.transient)
+    }
+
     /// Whether the total is still within the budget.
     pub fn check(&self) -> Result<(), OverBudget> {
         if self.total.cpu_ns > self.budget.cpu_ns {
             return Err(self.over(Resource::Cpu));
         }
-        if self.total.mem_bytes > self.budget.mem_bytes {
+        if self.peak_bytes() > self.budget.mem_bytes {
             return Err(self.over(Resource::Memory));
         }
         Ok(())
@@ -362,9 +388,20 @@ impl Meter {
         self.budget.cpu_ns.saturating_sub(self.total.cpu_ns)
     }
 
-    /// Memory left before the budget is reached.
+    /// Memory left before the budget is reached (beside what is held).
     pub fn mem_left(&self) -> u64 {
         self.budget.mem_bytes.saturating_sub(self.total.mem_bytes)
+    }
+
+    /// Note what applying the schema to the output was priced at (see [`Meter::validation_ns`]).
+    pub fn note_validation(&mut self, ns: u64) {
+        self.validation_ns = ns;
+    }
+
+    /// What applying the schema to the output was priced at: collecting an invalid output's
+    /// errors applies it again.
+    pub fn validation_ns(&self) -> u64 {
+        self.validation_ns
     }
 
     /// The estimate so far.
@@ -389,7 +426,7 @@ impl Meter {
             .unwrap_or(Part::SchemaWalk);
         let (estimate, limit) = match resource {
             Resource::Cpu => (self.total.cpu_ns, self.budget.cpu_ns),
-            Resource::Memory => (self.total.mem_bytes, self.budget.mem_bytes),
+            Resource::Memory => (self.peak_bytes(), self.budget.mem_bytes),
         };
         OverBudget {
             part,

@@ -80,6 +80,11 @@ impl PatternCost {
             Some(jsonschema_regex::Search::Collapsed(collapsed)) => collapsed,
             None => translated.into_owned(),
         };
+        if min_nfa_bytes(&engine_text) > MAX_NFA_BYTES {
+            // Larger than the regex engine's own limit: refused by the compile, whatever the
+            // budget (so a 422, not a price).
+            return Ok(PatternCost::refused());
+        }
         let limit = nfa_bytes_left.min(MAX_NFA_BYTES);
         let started = Instant::now();
         let nfa = match thompson::Compiler::new()
@@ -110,15 +115,24 @@ impl PatternCost {
                 .ok()
         };
         let dense_ns = elapsed_ns(started);
-        let matcher = match determinized {
+        // The lazy DFA's cache grows with the states it builds: at most the whole DFA (its
+        // states also keep their NFA state sets) when that is known, else to its limit.
+        let (matcher, dfa_cache) = match determinized {
             Some(dfa) => {
+                let bytes = dfa.memory_usage() as u64;
                 let per_state = (dfa.stride() as u64 * 4).max(1);
-                Matcher::Dfa {
-                    dfa_states: dfa.memory_usage() as u64 / per_state + 1,
-                    nfa_states,
-                }
+                let dfa_states = bytes / per_state + 1;
+                let cache =
+                    (4 * bytes + dfa_states * 8 * nfa_states + (16 << 10)).min(DFA_CACHE_BYTES);
+                (
+                    Matcher::Dfa {
+                        dfa_states,
+                        nfa_states,
+                    },
+                    cache,
+                )
             }
-            None => Matcher::Pike { nfa_states },
+            None => (Matcher::Pike { nfa_states }, DFA_CACHE_BYTES),
         };
         // The regex crate builds a forward and a reverse NFA (measured up to 3× our NFA build)
         // and, for small automata, full DFAs (up to 2× our determinization); this analysis is
@@ -133,7 +147,7 @@ impl PatternCost {
                 c::REGEX_BASE_BYTES
                     + c::REGEX_HELD_BYTES_PER_NFA_BYTE * nfa_bytes
                     + c::REGEX_SCRATCH_BYTES_PER_STATE * nfa_states
-                    + DFA_CACHE_BYTES,
+                    + dfa_cache,
             ),
             compile_peak: c::REGEX_PEAK_BYTES_PER_NFA_BYTE * nfa_bytes + DETERMINIZE_LIMIT as u64,
         })
@@ -179,6 +193,27 @@ impl PatternCost {
             _ => 0,
         }
     }
+}
+
+/// The least memory a pattern's NFA can take, from its syntax alone: every repetition's
+/// minimum count of copies, one 16-byte state at least per literal, class or assertion. Linear
+/// in the pattern's length (nothing is expanded), so a pattern that could never compile is known
+/// without compiling any of it.
+fn min_nfa_bytes(pattern: &str) -> u64 {
+    use regex_automata::util::syntax;
+    use regex_syntax::hir::{Hir, HirKind};
+    fn states(hir: &Hir) -> u64 {
+        match hir.kind() {
+            HirKind::Empty => 0,
+            HirKind::Literal(_) | HirKind::Class(_) | HirKind::Look(_) => 1,
+            HirKind::Repetition(rep) => states(&rep.sub).saturating_mul(u64::from(rep.min)),
+            HirKind::Capture(cap) => states(&cap.sub),
+            HirKind::Concat(subs) | HirKind::Alternation(subs) => {
+                subs.iter().map(states).fold(0, u64::saturating_add)
+            }
+        }
+    }
+    syntax::parse(pattern).map_or(0, |hir| states(&hir).saturating_mul(16))
 }
 
 /// The part patterns are charged to.
@@ -235,6 +270,19 @@ mod tests {
         );
         let fits = PatternCost::analyze("[a-z]{2000}x", 1 << 20).expect("fits");
         assert!(fits.compile.mem_bytes > 48_000 * 4);
+    }
+
+    #[test]
+    fn patterns_past_the_engine_limit_are_refused_without_compiling() {
+        for p in ["a{1000000}", "(a{1000}){1000}", "((a{100}){100}){100}"] {
+            let started = std::time::Instant::now();
+            assert_eq!(analyze(p).matcher, Matcher::Refused, "{p}");
+            assert!(
+                started.elapsed() < std::time::Duration::from_millis(5),
+                "{p}"
+            );
+        }
+        assert!(min_nfa_bytes("[a-z]{2000}x") < MAX_NFA_BYTES);
     }
 
     #[test]

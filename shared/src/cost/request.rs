@@ -56,7 +56,7 @@ pub fn charge_receipt(
 ) -> Result<(), OverBudget> {
     let canonical = shape
         .output
-        .jcs_bytes
+        .jcs_bound(shape.body_bytes)
         .saturating_add(req.expected_schema.canonical.len() as u64)
         .saturating_add(Shape::of(&req.rules_sent).jcs_bytes)
         .saturating_add(Shape::of(&req.bounds_sent).jcs_bytes);
@@ -78,19 +78,19 @@ pub fn charge_receipt(
 }
 
 /// Charge the rules and bounds: each resolves its path (and an operand path) over the output;
-/// `exists_in` and `unique` also write the canonical bytes of every value they compare.
+/// `exists_in` and `unique` also write the canonical bytes of every value they compare. Each
+/// rule's memory is freed before the next one runs.
 pub fn charge_rules(
     meter: &mut Meter,
     req: &VerifyRequest,
     shape: &RequestShape,
 ) -> Result<(), OverBudget> {
     let values = shape.output.values;
-    let per_walk = Cost::new(
-        c::RULE_NS_PER_VALUE.saturating_mul(values),
-        c::RULE_BYTES_PER_VALUE.saturating_mul(values),
-    );
+    let walk_ns = c::RULE_NS_PER_VALUE.saturating_mul(values);
+    let walk_bytes = c::RULE_BYTES_PER_VALUE.saturating_mul(values);
     for _ in &req.bounds {
-        meter.charge(Part::Rules, per_walk)?;
+        meter.charge(Part::Rules, Cost::cpu(walk_ns))?;
+        meter.charge_transient(Part::Rules, walk_bytes)?;
     }
     for rule in &req.rules {
         let walks = if matches!(rule.operand, Operand::Field(_)) {
@@ -98,24 +98,22 @@ pub fn charge_rules(
         } else {
             1
         };
-        meter.charge(Part::Rules, per_walk.times(walks))?;
+        let mut cpu = walk_ns.saturating_mul(walks);
+        let mut bytes = walk_bytes.saturating_mul(walks);
         if matches!(rule.kind, RuleType::ExistsIn | RuleType::Unique) {
-            let mut bytes = shape.output.jcs_bytes;
+            let mut canonical = shape.output.jcs_bound(shape.body_bytes);
             if let Operand::List(list) = &rule.operand {
-                bytes = bytes.saturating_add(
+                canonical = canonical.saturating_add(
                     list.iter()
                         .map(|v| Shape::of(v).jcs_bytes)
                         .fold(0u64, u64::saturating_add),
                 );
             }
-            meter.charge(
-                Part::Rules,
-                Cost::new(
-                    c::RULE_NS_PER_BYTE.saturating_mul(bytes),
-                    bytes.saturating_mul(2),
-                ),
-            )?;
+            cpu = cpu.saturating_add(c::RULE_NS_PER_BYTE.saturating_mul(canonical));
+            bytes = bytes.saturating_add(canonical.saturating_mul(2));
         }
+        meter.charge(Part::Rules, Cost::cpu(cpu))?;
+        meter.charge_transient(Part::Rules, bytes)?;
     }
     Ok(())
 }

@@ -17,6 +17,8 @@ pub struct Shape {
     pub string_bytes: u64,
     /// Bytes of object keys.
     pub key_bytes: u64,
+    /// Numbers (their canonical text may be longer than they were written: `1e20`).
+    pub numbers: u64,
     /// Memory the parsed tree holds (containers may have up to twice the room they use).
     pub tree_bytes: u64,
     /// An upper bound of its RFC 8785 text (every string byte escaped as `\u00XX`).
@@ -26,6 +28,13 @@ pub struct Shape {
 }
 
 impl Shape {
+    /// An upper bound of its RFC 8785 text when it was written in `text_bytes` bytes: its
+    /// strings and keys are never longer canonicalized than written; only numbers may grow.
+    pub fn jcs_bound(&self, text_bytes: u64) -> u64 {
+        self.jcs_bytes
+            .min(text_bytes.saturating_add(24u64.saturating_mul(self.numbers)))
+    }
+
     /// Measure a value (one walk, no allocation beyond its stack).
     pub fn of(value: &Value) -> Shape {
         let mut shape = Shape {
@@ -38,7 +47,10 @@ impl Shape {
             shape.longest_path = shape.longest_path.max(path);
             match v {
                 Value::Null | Value::Bool(_) => shape.jcs_bytes += 5,
-                Value::Number(_) => shape.jcs_bytes += 24,
+                Value::Number(_) => {
+                    shape.numbers += 1;
+                    shape.jcs_bytes += 24;
+                }
                 Value::String(s) => {
                     let n = s.len() as u64;
                     shape.string_bytes += n;

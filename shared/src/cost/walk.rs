@@ -33,9 +33,87 @@ pub struct StaticCosts {
     pub patterns: HashMap<usize, PatternCost>,
     /// `enum` and `const`: comparing one value against the candidates, by the keyword value's
     /// address.
-    pub comparisons: HashMap<usize, u64>,
+    pub comparisons: HashMap<usize, Comparison>,
     /// Whether some `$ref` leads outside the schema (a bundled meta-schema).
     pub external_refs: bool,
+    /// Schema nodes (objects, arrays and scalars outside `enum`, `const`, `default` and
+    /// `examples`): what compiling costs per node.
+    pub nodes: u64,
+}
+
+/// How jsonschema compares a value against `enum`/`const` candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Comparison {
+    /// Integers (and null): a binary search.
+    Integers { candidates: u64 },
+    /// Strings (and null): compared one by one up to ten, hashed above.
+    Strings {
+        candidates: u64,
+        longest: u64,
+        hashed: bool,
+    },
+    /// Anything else: compared one by one, each at most as far as the candidate goes.
+    Values { candidates: u64, bytes: u64 },
+}
+
+impl Comparison {
+    /// How jsonschema will compare against `value` (an `enum` array, or a `const`).
+    pub fn of(value: &Value, is_enum: bool) -> Self {
+        let one = [value.clone()];
+        let items: &[Value] = match value {
+            Value::Array(items) if is_enum => items,
+            _ => &one,
+        };
+        let candidates = items.len() as u64;
+        if candidates > 1 && items.iter().all(|v| v.is_null() || v.as_i64().is_some()) {
+            return Comparison::Integers { candidates };
+        }
+        if candidates > 1 && items.iter().all(|v| v.is_string() || v.is_null()) {
+            return Comparison::Strings {
+                candidates,
+                longest: items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(|s| s.len() as u64)
+                    .max()
+                    .unwrap_or(0),
+                hashed: candidates > 10,
+            };
+        }
+        Comparison::Values {
+            candidates,
+            bytes: items
+                .iter()
+                .map(|v| Shape::of(v).jcs_bytes)
+                .fold(0, u64::saturating_add),
+        }
+    }
+
+    /// Comparing one value (of `string_len` bytes when it is a string) against the candidates.
+    pub fn ns(&self, string_len: Option<u64>) -> u64 {
+        match *self {
+            Comparison::Integers { candidates } => {
+                c::EQUAL_NS_PER_CANDIDATE * (1 + u64::from(candidates.max(1).ilog2()))
+            }
+            Comparison::Strings {
+                candidates,
+                longest,
+                hashed,
+            } => {
+                let n = string_len.unwrap_or(0);
+                if hashed {
+                    c::EQUAL_NS_PER_CANDIDATE + c::EQUAL_NS_PER_BYTE.saturating_mul(n)
+                } else {
+                    candidates.saturating_mul(
+                        c::EQUAL_NS_PER_CANDIDATE + c::EQUAL_NS_PER_BYTE * n.min(longest),
+                    )
+                }
+            }
+            Comparison::Values { candidates, bytes } => c::EQUAL_NS_PER_CANDIDATE
+                .saturating_mul(candidates)
+                .saturating_add(c::EQUAL_NS_PER_BYTE.saturating_mul(bytes)),
+        }
+    }
 }
 
 /// What the walk found besides the charges it made.
@@ -48,9 +126,13 @@ pub struct WalkSummary {
     pub applications: u64,
     /// Distinct (subschema, value) pairs priced.
     pub pairs: u64,
+    /// CPU of applying the schema to the output once (patterns and formats included).
+    pub cpu_ns: u64,
 }
 
-/// Price applying `schema` to `output`, charging the meter as it goes.
+/// Price applying `schema` to `output`, charging the meter as it goes. With `pair_cap`, the
+/// walk also stops after that many distinct pairs, returning the estimate so far as an
+/// [`OverBudget`] that is not past the meter's budget (undecided).
 pub fn price(
     schema: &Value,
     index: &SchemaIndex,
@@ -58,8 +140,10 @@ pub fn price(
     formats: bool,
     output: &Value,
     meter: &mut Meter,
+    pair_cap: Option<usize>,
 ) -> Result<WalkSummary, OverBudget> {
     let mut walk = Walk {
+        pair_cap: pair_cap.unwrap_or(usize::MAX),
         root: schema,
         index,
         statics,
@@ -76,6 +160,11 @@ pub fn price(
         potential_errors: acc.errors,
         applications: acc.apps,
         pairs: walk.memo.len() as u64,
+        cpu_ns: acc
+            .walk
+            .saturating_add(acc.patterns)
+            .saturating_add(acc.formats)
+            .saturating_add(acc.values),
     })
 }
 
@@ -137,6 +226,7 @@ impl Acc {
 }
 
 struct Walk<'s, 'm> {
+    pair_cap: usize,
     root: &'s Value,
     index: &'s SchemaIndex,
     statics: &'s StaticCosts,
@@ -212,6 +302,15 @@ impl<'s> Walk<'s, '_> {
                 return Ok(cycle);
             }
             None => {}
+        }
+        if self.memo.len() >= self.pair_cap {
+            let estimate = self.meter.total().cpu_ns;
+            return Err(OverBudget {
+                part: Part::SchemaWalk,
+                resource: Resource::Cpu,
+                estimate,
+                limit: self.meter.budget().cpu_ns.max(estimate),
+            });
         }
         self.memo.insert(key, None);
         self.meter
@@ -309,14 +408,18 @@ impl<'s> Walk<'s, '_> {
             .iter()
             .filter(|v| v.is_some())
             .count() as u64;
+        let string_len = match inst {
+            Inst::Key(s) => Some(s.len() as u64),
+            Inst::Value(Value::String(s)) => Some(s.len() as u64),
+            Inst::Value(_) => None,
+        };
         for v in [k.enum_, k.const_].into_iter().flatten() {
-            own.values = own.values.saturating_add(
-                self.statics
-                    .comparisons
-                    .get(&address(v))
-                    .copied()
-                    .unwrap_or(0),
-            );
+            let priced = self
+                .statics
+                .comparisons
+                .get(&address(v))
+                .map_or(c::EQUAL_NS_PER_CANDIDATE, |cmp| cmp.ns(string_len));
+            own.values = own.values.saturating_add(priced);
         }
         let mut children = Acc::default();
         match inst {
@@ -547,6 +650,7 @@ mod tests {
             false,
             &output,
             &mut meter,
+            None,
         )?;
         Ok((summary, meter))
     }

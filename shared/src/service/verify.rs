@@ -28,6 +28,7 @@ use crate::engine::over_budget_problem;
 use crate::errors::ApiError;
 use crate::payments::{FreeTrialState, PaymentInput, free_trial};
 use crate::request::VerifyRequest;
+use crate::schema_doc::SchemaDoc;
 use crate::store::{FreeClaim, Outcome, StoreError};
 use crate::{EngineError, Verification};
 use serde_json::{Value, json};
@@ -119,13 +120,14 @@ impl Priced<'_> {
     }
 }
 
-/// Compile (cached) and price a verification under `budget`: first on the request thread
-/// under the [`LIGHT`] ceiling when the body is small, else (or when that is not enough) on a
-/// pool worker under the whole budget.
+/// Compile (cached) and price a verification under `budget`: on the pool worker `slot` when
+/// the request holds one; else first on the request thread under the [`LIGHT`] ceiling, and on
+/// a pool worker under the whole budget when that is not enough.
 async fn price<'s>(
     s: &'s Services,
     call: &VerifyCall<'_>,
     budget: Budget,
+    slot: Option<Slot<'s>>,
 ) -> Result<Priced<'s>, Refused> {
     let attempt = |meter: &mut Meter| -> Result<Arc<CompiledSchema>, EngineError> {
         let compiled = s
@@ -135,7 +137,7 @@ async fn price<'s>(
             .price(call.request, &compiled, call.body_len, meter)?;
         Ok(compiled)
     };
-    if call.body_len <= HEAVY_BODY_BYTES {
+    if slot.is_none() && call.body_len <= HEAVY_BODY_BYTES {
         let light = Budget {
             cpu_ns: LIGHT.cpu_ns.min(budget.cpu_ns),
             mem_bytes: LIGHT.mem_bytes.min(budget.mem_bytes),
@@ -159,7 +161,10 @@ async fn price<'s>(
             Err(e) => return Err(e.into()),
         }
     }
-    let slot = s.pool.admit(call.client).await.map_err(Refused::Error)?;
+    let slot = match slot {
+        Some(slot) => slot,
+        None => s.pool.admit(call.client).await.map_err(Refused::Error)?,
+    };
     let mut meter = Meter::new(budget);
     let compiled = slot.run(|| attempt(&mut meter))?;
     Ok(Priced {
@@ -169,10 +174,117 @@ async fn price<'s>(
     })
 }
 
-/// Run a verification call.
+/// A REST verification as received, before parsing.
+pub struct BodyCall<'a> {
+    /// The caller's address (the allowance is per address).
+    pub client: &'a str,
+    /// The body as received (not empty: an empty POST is a [`probe`]).
+    pub body: &'a [u8],
+    pub payment: &'a PaymentInput,
+    pub resource: Resource,
+}
+
+/// Run a REST verification: parse the body (on a pool worker when it is large), then the call.
+/// A body over the free size limit without a payment is checked in place and answered with a
+/// 402 (or its 422) without building its output.
+pub async fn verify_body(s: &Services, call: BodyCall<'_>) -> Reply {
+    let slot = if call.body.len() > HEAVY_BODY_BYTES {
+        match s.pool.admit(call.client).await {
+            Ok(slot) => Some(slot),
+            Err(e) => return Reply::Error(e),
+        }
+    } else {
+        None
+    };
+    let on_slot = |work: &dyn Fn() -> Reply| match &slot {
+        Some(slot) => slot.run(work),
+        None => work(),
+    };
+    if !call.payment.is_present() && call.body.len() > s.config.free_body_limit {
+        let free_limit = s.config.free_body_limit;
+        let screened = on_slot(&|| match s.engine.screen_body(call.body, free_limit) {
+            Err(invalid) => Reply::Error(ApiError::InvalidRequest(invalid.problems)),
+            Ok(Some(schema)) => match screen(s, &schema) {
+                Err(e) => Reply::Error(e),
+                Ok(()) => Reply::Answer(super::Answer {
+                    body: Vec::new(),
+                    billing: super::Billing::NotCharged,
+                }),
+            },
+            Ok(None) => Reply::Answer(super::Answer {
+                body: Vec::new(),
+                billing: super::Billing::NotCharged,
+            }),
+        });
+        return match screened {
+            Reply::Answer(_) => over_free_size(s, call.client, &call.resource).await,
+            refused => refused,
+        };
+    }
+    let request = match slot.as_ref().map_or_else(
+        || s.engine.parse(call.body),
+        |slot| slot.run(|| s.engine.parse(call.body)),
+    ) {
+        Ok(request) => request,
+        Err(e) => return Reply::Error(ApiError::InvalidRequest(e.problems)),
+    };
+    let reply = verify_in(
+        s,
+        VerifyCall {
+            client: call.client,
+            request: &request,
+            body_len: call.body.len(),
+            payment: call.payment,
+            resource: call.resource,
+        },
+        slot,
+    )
+    .await;
+    if matches!(reply, Reply::Answer(_)) {
+        s.engine.remember_schema(call.body, &request);
+    }
+    reply
+}
+
+/// Run a verification call whose request is parsed already (MCP).
 pub async fn verify(s: &Services, call: VerifyCall<'_>) -> Reply {
+    verify_in(s, call, None).await
+}
+
+/// The 402 of a request over the free size limit.
+async fn over_free_size(s: &Services, client: &str, resource: &Resource) -> Reply {
+    let now = s.clock.now();
+    let used = s.store.free_used(client, &utc_day(now)).await.unwrap_or(0);
+    let resets = rfc3339_seconds(next_utc_midnight(now));
+    let trial = free_trial(
+        &s.config,
+        &FreeTrialState {
+            used,
+            resets_at: &resets,
+        },
+    );
+    let limit = s.config.free_body_limit;
+    with_reason(
+        demand(
+            s,
+            s.config.price_verify_units,
+            resource,
+            None,
+            None,
+            Some(trial),
+        ),
+        json!({
+            "code": "over_free_size",
+            "message": format!("Requests larger than {limit} bytes are never free; pay to send this one."),
+            "free_limit_bytes": limit,
+        }),
+        "Payment required: the request is over the free size limit",
+    )
+}
+
+async fn verify_in<'s>(s: &'s Services, call: VerifyCall<'_>, slot: Option<Slot<'s>>) -> Reply {
     if call.payment.is_present() {
-        return paid(s, &call).await;
+        return paid(s, &call, slot).await;
     }
     let now = s.clock.now();
     let day = utc_day(now);
@@ -202,27 +314,17 @@ pub async fn verify(s: &Services, call: VerifyCall<'_>) -> Reply {
         )
     };
     if call.body_len > s.config.free_body_limit {
-        if let Err(e) = screen(s, call.request) {
+        if let Err(e) = screen(s, &call.request.expected_schema) {
             return Reply::Error(e);
         }
-        let used = s.store.free_used(call.client, &day).await.unwrap_or(0);
-        let limit = s.config.free_body_limit;
-        return to_payment(
-            used,
-            json!({
-                "code": "over_free_size",
-                "message": format!("Requests larger than {limit} bytes are never free; pay to send this one."),
-                "free_limit_bytes": limit,
-            }),
-            "Payment required: the request is over the free size limit",
-        );
+        return over_free_size(s, call.client, &call.resource).await;
     }
     let used = match s.store.free_used(call.client, &day).await {
         Ok(used) => used,
         Err(e) => return Reply::Error(store_error(e)),
     };
     if used >= s.config.free_per_day {
-        if let Err(e) = screen(s, call.request) {
+        if let Err(e) = screen(s, &call.request.expected_schema) {
             return Reply::Error(e);
         }
         return to_payment(
@@ -235,9 +337,10 @@ pub async fn verify(s: &Services, call: VerifyCall<'_>) -> Reply {
         );
     }
     let budgets = s.config.budgets;
-    let priced = match price(s, &call, budgets.unpaid).await {
+    let priced = match price(s, &call, budgets.unpaid, slot).await {
         Ok(p) => p,
         Err(Refused::Over(over)) => {
+            let over = second_look(s, &call, over);
             return over_free_budget(s, over, |reason, msg| to_payment(used, reason, msg));
         }
         Err(Refused::Invalid(e) | Refused::Error(e)) => return Reply::Error(e),
@@ -275,6 +378,39 @@ pub async fn verify(s: &Services, call: VerifyCall<'_>) -> Reply {
     }
 }
 
+/// Distinct (subschema, value) pairs a second look at an over-budget request may walk to tell
+/// whether even the paid ceiling is passed (exponential schemas pass it within a few hundred).
+const SECOND_LOOK_PAIRS: usize = 10_000;
+
+/// A request found over `over`'s budget: is it past the paid ceiling too? A cheap second look
+/// (its schema compiled already, the walk capped), so a request no payment could buy gets its
+/// 422 rather than a 402.
+fn second_look(s: &Services, call: &VerifyCall<'_>, over: OverBudget) -> OverBudget {
+    let paid = s.config.budgets.paid;
+    if over.past(paid) || !s.engine.has_compiled(&call.request.expected_schema) {
+        return over;
+    }
+    let mut meter = Meter::new(paid);
+    let repriced = s
+        .engine
+        .compile(&call.request.expected_schema, &mut meter, false)
+        .and_then(|compiled| {
+            s.engine
+                .price_capped(
+                    call.request,
+                    &compiled,
+                    call.body_len,
+                    &mut meter,
+                    Some(SECOND_LOOK_PAIRS),
+                )
+                .map_err(EngineError::from)
+        });
+    match repriced {
+        Err(EngineError::OverBudget(again)) if again.past(paid) => again,
+        _ => over,
+    }
+}
+
 /// A request over the unpaid ceiling: to payment (the paid ceiling is larger), or a 422 when
 /// its estimate is past any ceiling.
 fn over_free_budget(
@@ -307,7 +443,7 @@ fn over_free_budget(
 }
 
 /// A paid verification.
-async fn paid(s: &Services, call: &VerifyCall<'_>) -> Reply {
+async fn paid<'s>(s: &'s Services, call: &VerifyCall<'_>, slot: Option<Slot<'s>>) -> Reply {
     let now = s.clock.now();
     let price_units = s.config.price_verify_units;
     let used = s
@@ -335,12 +471,15 @@ async fn paid(s: &Services, call: &VerifyCall<'_>) -> Reply {
     };
     let budgets = s.config.budgets;
     // Within the unpaid ceiling, everything is known before the facilitator is asked.
-    let cheap = match price(s, call, budgets.unpaid).await {
+    let cheap = match price(s, call, budgets.unpaid, slot).await {
         Ok(priced) => Some(priced),
-        Err(Refused::Over(over)) if over.past(budgets.paid) => {
-            return Reply::Error(ApiError::InvalidRequest(vec![over_budget_problem(&over)]));
+        Err(Refused::Over(over)) => {
+            let over = second_look(s, call, over);
+            if over.past(budgets.paid) {
+                return Reply::Error(ApiError::InvalidRequest(vec![over_budget_problem(&over)]));
+            }
+            None
         }
-        Err(Refused::Over(_)) => None,
         Err(Refused::Invalid(e) | Refused::Error(e)) => return Reply::Error(e),
     };
     charge(
@@ -353,7 +492,9 @@ async fn paid(s: &Services, call: &VerifyCall<'_>) -> Reply {
             let priced = match cheap {
                 Some(priced) => priced,
                 // Dearer work is priced under the paid ceiling once the payment is verified.
-                None => price(s, call, budgets.paid).await.map_err(paid_refusal)?,
+                None => price(s, call, budgets.paid, None)
+                    .await
+                    .map_err(paid_refusal)?,
             };
             let v = priced.run(s, call.request, now).map_err(paid_refusal)?;
             let outcome = outcome_of(call.request, &v);
@@ -382,11 +523,11 @@ fn with_reason(mut reply: Reply, reason: Value, message: &str) -> Reply {
 
 /// The static screen of a request headed for a 402: its schema must be one the service can
 /// compile, checked without compiling it (nothing is compiled or cached for a 402).
-fn screen(s: &Services, req: &VerifyRequest) -> Result<(), ApiError> {
-    if s.engine.has_compiled(&req.expected_schema) {
+fn screen(s: &Services, schema: &SchemaDoc) -> Result<(), ApiError> {
+    if s.engine.has_compiled(schema) {
         return Ok(());
     }
-    crate::checks::schema::screen(&req.expected_schema.value).map_err(|e| {
+    crate::checks::schema::screen(&schema.value).map_err(|e| {
         ApiError::InvalidRequest(vec![crate::request::FieldProblem::new(
             "expected_schema",
             e.to_string(),
