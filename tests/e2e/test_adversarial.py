@@ -1185,6 +1185,148 @@ def test_unpaid_oversized_body_gets_its_402_before_the_checks_run(hostile):
 
 
 # ---------------------------------------------------------------------------------------------
+# 13. denial of wallet: the reproducers of issue 15. Every request is priced before it runs; a
+# request without payment may cost 25 ms of CPU and 16 MiB, a paid one 1 s and 128 MiB.
+
+def _wordy_body() -> dict:
+    """A 62 KB request: a Unicode word-boundary pattern applied 45 × 45 times (through allOf and
+    $ref) to a string of 30,000 é — about 8.8 s of CPU if it ran."""
+    d1 = [{"$ref": "#/$defs/d0"}] * 45
+    d2 = [{"$ref": "#/$defs/d1"}] * 45
+    schema = {"$defs": {"d0": {"pattern": "\\b\\w+\\b$"}, "d1": {"allOf": d1}, "d2": {"allOf": d2}},
+              "$ref": "#/$defs/d2"}
+    return request_body(expected_schema=schema, submitted_output="é" * 30_000, detail="compact")
+
+
+def _mcp_call(url: str, arguments: dict, pad: int = 0) -> tuple[float, dict]:
+    body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                       "params": {"name": "verify_schema", "arguments": arguments}},
+                      ensure_ascii=False)
+    t0 = time.monotonic()
+    r = httpx.post(url + "/mcp", content=(body + " " * pad).encode(), timeout=BOUND, headers={
+        "content-type": "application/json", "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25"})
+    elapsed = time.monotonic() - t0
+    assert r.status_code == 200, r.text[:300]
+    return elapsed, r.json()["result"]
+
+
+def _median_post(url: str, body: dict, runs: int = 3) -> tuple[float, httpx.Response]:
+    text = json.dumps(body, ensure_ascii=False).encode()
+    times, last = [], None
+    for _ in range(runs):
+        t0 = time.monotonic()
+        last = httpx.post(url + "/verify/schema", content=text, timeout=BOUND,
+                          headers={"content-type": "application/json"})
+        times.append(time.monotonic() - t0)
+    return sorted(times)[runs // 2], last
+
+
+def test_a_spent_allowance_gets_its_402_before_any_work(hostile):
+    s = hostile(VERIFIER_FREE_ALLOWANCE_PER_DAY="0")
+    body = _wordy_body()
+    assert 60_000 < nbytes(json.dumps(body, ensure_ascii=False)) < FREE_LIMIT
+    elapsed, r = _median_post(s.url, body)
+    assert r.status_code == 402 and elapsed < 0.1, f"{r.status_code} after {elapsed * 1000:.0f} ms"
+    assert r.json()["payment_reason"]["code"] == "free_trial_exhausted"
+    # The same over MCP: the payment-required tool result, as quickly.
+    times = []
+    for _ in range(3):
+        elapsed, result = _mcp_call(s.url, body)
+        times.append(elapsed)
+        assert result["isError"] is True and result["structuredContent"]["x402Version"] == 2
+        assert result["_meta"]["free_trial"]["code"] == "free_trial_exhausted"
+    assert sorted(times)[1] < 0.1, times
+
+
+def test_a_request_no_payment_could_buy_is_refused_inside_the_allowance(hostile):
+    s = hostile()
+    body = _wordy_body()
+    elapsed, r = _median_post(s.url, body)
+    assert elapsed < 0.25, f"{elapsed * 1000:.0f} ms"
+    problem = assert_error(r, 422, "invalid_request", ["expected_schema"])["fields"][0]
+    assert "1000 ms" in problem["problem"] and "pattern" in problem["problem"]
+    assert MARKER not in r.text and "é" not in r.text
+    times = []
+    for _ in range(3):
+        elapsed, result = _mcp_call(s.url, body)
+        times.append(elapsed)
+        assert result["isError"] is True
+        assert result["structuredContent"]["code"] == "invalid_request"
+    assert sorted(times)[1] < 0.25, times
+
+
+def test_heavy_pattern_schemas_do_not_grow_memory(hostile):
+    s = hostile()
+    before = s.status_kb("VmRSS")
+    for n in range(6):
+        props = {f"p{i}": {"type": "string", "pattern": f"[a-z]{{20000}}{n}x{i}"} for i in range(100)}
+        r = httpx.post(s.url + "/verify/schema", json=request_body(
+            expected_schema={"type": "object", "properties": props}, submitted_output={"p1": "a"}),
+            timeout=BOUND)
+        # Compiling them would take ~250 MB: past the free ceiling, priced, never compiled.
+        assert r.status_code == 402, r.text[:300]
+        assert r.json()["payment_reason"]["part"] == "patterns"
+    grown_mb = (s.status_kb("VmRSS") - before) / 1024
+    assert grown_mb < 64, f"RSS grew by {grown_mb:.0f} MiB"
+    assert s.status_kb("VmHWM") / 1024 < PEAK_RSS_MB
+
+
+def test_health_stays_quick_through_a_flood_of_costly_refusals(hostile):
+    s = hostile()
+    out = 1
+    for _ in range(120):
+        out = [out]
+    branch = {"type": "array", "items": {"$ref": "#/$defs/n"}}
+    text = json.dumps({"task_id": "t", "expected_schema": {
+        "$defs": {"n": {"anyOf": [branch, branch, branch, {"type": "integer"}]}}, "$ref": "#/$defs/n"},
+        "submitted_output": out}, separators=(",", ":"))
+    assert nbytes(text) < 1000
+    r = httpx.post(s.url + "/verify/schema", content=text, timeout=BOUND,
+                   headers={"content-type": "application/json"})
+    assert_error(r, 422, "invalid_request", ["expected_schema"])
+    stop = threading.Event()
+    sent = []
+
+    def flood():
+        with httpx.Client(timeout=BOUND) as c:
+            while not stop.is_set():
+                c.post(s.url + "/verify/schema", content=text,
+                       headers={"content-type": "application/json"})
+                sent.append(1)
+
+    threads = [threading.Thread(target=flood, daemon=True) for _ in range(12)]
+    for t in threads:
+        t.start()
+    worst = 0.0
+    try:
+        deadline = time.monotonic() + 3
+        with httpx.Client(timeout=BOUND) as c:
+            while time.monotonic() < deadline:
+                t0 = time.monotonic()
+                assert c.get(s.url + "/health").status_code == 200
+                worst = max(worst, time.monotonic() - t0)
+                time.sleep(0.02)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=5)
+    assert len(sent) > 100, "the flood did not run"
+    assert worst < 0.1, f"/health took {worst * 1000:.0f} ms during the flood"
+
+
+def test_mcp_measures_the_free_size_limit_on_the_bytes_received(hostile):
+    s = hostile()
+    small = request_body()
+    # Free at its own size …
+    _, result = _mcp_call(s.url, small)
+    assert result.get("isError") is not True and result["structuredContent"]["result"] == "pass"
+    # … but the same arguments in a body padded past the free limit are priced by what arrived.
+    _, result = _mcp_call(s.url, small, pad=FREE_LIMIT)
+    assert result["isError"] is True and result["structuredContent"]["x402Version"] == 2
+
+
+# ---------------------------------------------------------------------------------------------
 # 14. after everything: bounded memory, still alive (keep this last in the file)
 
 def test_zz_the_shared_server_stayed_small_and_alive(srv, api):

@@ -220,6 +220,7 @@ impl Init {
                 workers: 1,
                 per_client: 1,
                 wait: Duration::from_secs(1),
+                share_wait: Duration::from_secs(1),
             }),
         }))
     }

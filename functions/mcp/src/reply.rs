@@ -61,6 +61,9 @@ pub fn tool_result(reply: Reply, config: &ServiceConfig) -> CallToolResult {
             if let Some(e) = &demand.error {
                 extra.insert("payment_error".into(), payment_error(e));
             }
+            if let Some(reason) = &demand.reason {
+                extra.insert("payment_reason".into(), reason.clone());
+            }
             if let Some(settlement) = &demand.settlement {
                 extra.insert(
                     PAYMENT_RESPONSE_KEY.into(),

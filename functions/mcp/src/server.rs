@@ -122,7 +122,7 @@ impl ServerHandler for VerifierMcp {
                         Ok(req) => {
                             let call = VerifyCall {
                                 client: &client,
-                                request: &req,
+                                request: Arc::new(req),
                                 body_len,
                                 payment: &payment,
                                 resource: Resource {

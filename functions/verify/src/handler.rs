@@ -10,6 +10,7 @@ use function_common::respond::{self, payment_input};
 use function_common::{client_address, reply};
 use std::sync::Arc;
 use verifier_core::errors::ApiError;
+use verifier_core::service::pricing::HEAVY_BODY_BYTES;
 use verifier_core::service::verify::{BodyCall, DESCRIPTION, probe, verify_body};
 use verifier_core::service::{Resource, Services};
 
@@ -54,6 +55,22 @@ async fn handle(State(s): State<Arc<Services>>, req: Request, path: &'static str
         return respond::error(&ApiError::Internal, config);
     };
     let (parts, body): (_, Body) = req.into_parts();
+    // A large body counts against its client's share of the costly-request pool before it is
+    // read, so no address has more of them in flight than its share.
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    let share = match declared {
+        Some(n) if n > HEAVY_BODY_BYTES && n <= config.hard_body_limit => {
+            match s.pool.share_waiting(&client).await {
+                Ok(share) => Some(share),
+                Err(e) => return respond::error_closing(&e, config),
+            }
+        }
+        _ => None,
+    };
     let bytes = match read_body(&parts.headers, body, config).await {
         Ok(bytes) => bytes,
         Err(response) => return response,
@@ -72,9 +89,10 @@ async fn handle(State(s): State<Arc<Services>>, req: Request, path: &'static str
     let payment = payment_input(&parts.headers);
     let call = BodyCall {
         client: &client,
-        body: &bytes,
+        body: bytes,
         payment: &payment,
         resource,
+        share,
     };
     reply(verify_body(&s, call).await, config)
 }

@@ -7,6 +7,7 @@
 use super::keywords::{Keywords, present};
 use crate::path::Location;
 use jsonschema::Draft;
+use rustc_hash::FxHashSet;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -305,7 +306,7 @@ pub fn count_checks(
         root: schema,
         index,
         visits: 0,
-        stack: Vec::new(),
+        stack: FxHashSet::default(),
         path: Vec::new(),
         want_blank,
         blank: Vec::new(),
@@ -327,7 +328,8 @@ struct Walker<'s, 'i> {
     root: &'s Value,
     index: &'s SchemaIndex,
     visits: usize,
-    stack: Vec<(*const Value, *const Value)>,
+    /// The (subschema, value) pairs being counted now: one met again is a loop.
+    stack: FxHashSet<(*const Value, *const Value)>,
     path: Vec<Seg<'i>>,
     want_blank: bool,
     blank: Vec<Location>,
@@ -349,12 +351,11 @@ impl<'s, 'i> Walker<'s, 'i> {
             _ => return,
         };
         let key = (schema as *const Value, instance as *const Value);
-        if self.stack.contains(&key) {
+        if !self.stack.insert(key) {
             return;
         }
-        self.stack.push(key);
         self.object(map, instance);
-        self.stack.pop();
+        self.stack.remove(&key);
     }
 
     fn reference(&mut self, reference: &Value, instance: &'i Value) {

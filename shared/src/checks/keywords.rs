@@ -107,6 +107,38 @@ impl<'s> Keywords<'s> {
     }
 }
 
+impl Keywords<'_> {
+    /// Whether the schema object applies no subschema: it only asserts things of the value.
+    pub fn is_leaf(&self) -> bool {
+        [
+            self.reference,
+            self.dynamic_ref,
+            self.recursive_ref,
+            self.all_of,
+            self.any_of,
+            self.one_of,
+            self.not,
+            self.if_,
+            self.then,
+            self.else_,
+            self.prefix_items,
+            self.items,
+            self.additional_items,
+            self.contains,
+            self.unevaluated_items,
+            self.dependent_schemas,
+            self.dependencies,
+            self.properties,
+            self.pattern_properties,
+            self.additional_properties,
+            self.unevaluated_properties,
+            self.property_names,
+        ]
+        .iter()
+        .all(Option::is_none)
+    }
+}
+
 /// How many of `values` are present.
 pub fn present(values: &[Option<&Value>]) -> usize {
     values.iter().filter(|v| v.is_some()).count()

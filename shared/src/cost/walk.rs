@@ -18,8 +18,8 @@ use super::{Cost, Meter, OverBudget, Part, Resource};
 use crate::checks::count::SchemaIndex;
 use crate::checks::keywords::Keywords;
 use jsonschema::Draft;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{Map, Value};
-use std::collections::{HashMap, HashSet};
 
 /// Deepest chain of applications priced; deeper schemas are refused as too complex (the
 /// validator would recurse as deep).
@@ -30,10 +30,10 @@ pub const MAX_DEPTH: usize = 1_000;
 pub struct StaticCosts {
     /// Each pattern by the address of its text in the schema (a `pattern` value or a
     /// `patternProperties` key).
-    pub patterns: HashMap<usize, PatternCost>,
+    pub patterns: FxHashMap<usize, PatternCost>,
     /// `enum` and `const`: comparing one value against the candidates, by the keyword value's
     /// address.
-    pub comparisons: HashMap<usize, Comparison>,
+    pub comparisons: FxHashMap<usize, Comparison>,
     /// Whether some `$ref` leads outside the schema (a bundled meta-schema).
     pub external_refs: bool,
     /// Schema nodes (objects, arrays and scalars outside `enum`, `const`, `default` and
@@ -124,7 +124,7 @@ pub struct WalkSummary {
     pub potential_errors: u64,
     /// Subschema applications, with multiplicity.
     pub applications: u64,
-    /// Distinct (subschema, value) pairs priced.
+    /// (subschema, value) pairs priced (each memoized pair once).
     pub pairs: u64,
     /// CPU of applying the schema to the output once (patterns and formats included).
     pub cpu_ns: u64,
@@ -144,22 +144,23 @@ pub fn price(
 ) -> Result<WalkSummary, OverBudget> {
     let mut walk = Walk {
         pair_cap: pair_cap.unwrap_or(usize::MAX),
+        priced: 0,
         root: schema,
         index,
         statics,
         formats,
         legacy: matches!(index.draft(), Draft::Draft4 | Draft::Draft6 | Draft::Draft7),
         meter,
-        memo: HashMap::new(),
-        arrays: HashMap::new(),
-        sizes: HashMap::new(),
-        warmed: HashSet::new(),
+        memo: FxHashMap::with_capacity_and_hasher(1024, Default::default()),
+        arrays: FxHashMap::default(),
+        sizes: FxHashMap::default(),
+        warmed: FxHashSet::default(),
     };
     let acc = walk.pair(schema, Inst::Value(output), 0)?;
     Ok(WalkSummary {
         potential_errors: acc.errors,
         applications: acc.apps,
-        pairs: walk.memo.len() as u64,
+        pairs: walk.priced as u64,
         cpu_ns: acc
             .walk
             .saturating_add(acc.patterns)
@@ -227,6 +228,8 @@ impl Acc {
 
 struct Walk<'s, 'm> {
     pair_cap: usize,
+    /// Pairs priced so far (memoized or not): what `pair_cap` limits.
+    priced: usize,
     root: &'s Value,
     index: &'s SchemaIndex,
     statics: &'s StaticCosts,
@@ -235,13 +238,13 @@ struct Walk<'s, 'm> {
     meter: &'m mut Meter,
     /// Priced pairs; `None` while a pair is being priced (a cycle back to it costs one
     /// application, as the validator stops there too).
-    memo: HashMap<(usize, usize), Option<Acc>>,
+    memo: FxHashMap<(usize, usize), Option<Acc>>,
     /// Canonical size bounds of arrays under `uniqueItems`, by address.
-    arrays: HashMap<usize, u64>,
+    arrays: FxHashMap<usize, u64>,
     /// Value counts of what external references apply to, by address.
-    sizes: HashMap<usize, u64>,
+    sizes: FxHashMap<usize, u64>,
     /// Patterns whose lazy DFA warm-up was charged already.
-    warmed: HashSet<usize>,
+    warmed: FxHashSet<usize>,
 }
 
 fn too_deep() -> OverBudget {
@@ -285,6 +288,21 @@ impl<'s> Walk<'s, '_> {
                 return Ok(acc);
             }
         };
+        let k = Keywords::of(map);
+        if self.priced >= self.pair_cap {
+            let estimate = self.meter.total().cpu_ns;
+            return Err(OverBudget {
+                part: Part::SchemaWalk,
+                resource: Resource::Cpu,
+                estimate,
+                limit: self.meter.budget().cpu_ns.max(estimate),
+            });
+        }
+        self.priced += 1;
+        if k.is_leaf() {
+            // Applies nothing further: priced directly (a memo only pays for recursion).
+            return self.object(&k, map.len(), inst, depth);
+        }
         let key = (address(schema), inst.address());
         match self.memo.get(&key) {
             Some(Some(done)) => {
@@ -303,19 +321,10 @@ impl<'s> Walk<'s, '_> {
             }
             None => {}
         }
-        if self.memo.len() >= self.pair_cap {
-            let estimate = self.meter.total().cpu_ns;
-            return Err(OverBudget {
-                part: Part::SchemaWalk,
-                resource: Resource::Cpu,
-                estimate,
-                limit: self.meter.budget().cpu_ns.max(estimate),
-            });
-        }
         self.memo.insert(key, None);
         self.meter
             .charge(Part::SchemaWalk, Cost::mem(c::WALK_BYTES_PER_PAIR))?;
-        let acc = self.object(map, inst, depth)?;
+        let acc = self.object(&k, map.len(), inst, depth)?;
         self.memo.insert(key, Some(acc));
         Ok(acc)
     }
@@ -369,13 +378,13 @@ impl<'s> Walk<'s, '_> {
 
     fn object<'i>(
         &mut self,
-        map: &'s Map<String, Value>,
+        k: &Keywords<'s>,
+        members: usize,
         inst: Inst<'i>,
         depth: usize,
     ) -> Result<Acc, OverBudget> {
-        let k = Keywords::of(map);
         let mut own = Acc {
-            walk: c::APPLICATION_NS + c::KEYWORD_NS * map.len() as u64,
+            walk: c::APPLICATION_NS + c::KEYWORD_NS * members as u64,
             apps: 1,
             ..Acc::default()
         };

@@ -4,7 +4,9 @@
 
 pub mod paid;
 pub mod pool;
+pub mod pricing;
 pub mod score;
+mod unpaid;
 pub mod verify;
 
 use crate::Engine;

@@ -1,13 +1,14 @@
 //! The bounded pool costly verifications run on, so nobody waits behind someone else's
-//! request: a fixed number of workers, a cap on how many of them one client address may hold
-//! at once, and a bounded wait for a free worker. Cheap verifications (the common case) never
-//! come here; they run on the request threads.
+//! request: a fixed number of worker threads of their own (at a lower scheduling priority than
+//! the request threads, so cheap requests win the CPU when both want it), a cap on how many of
+//! them one client address may hold at once, and a bounded wait for a free worker. Cheap
+//! verifications (the common case) never come here; they run on the request threads.
 
 use crate::errors::ApiError;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::{Notify, Semaphore, SemaphorePermit};
 
 /// How the pool is sized.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,40 +20,93 @@ pub struct PoolConfig {
     pub per_client: u32,
     /// How long a costly verification may wait for a worker before it gets 503.
     pub wait: Duration,
+    /// How long a costly request over its client's share waits for the share to free up
+    /// before it gets 429 (so a client flooding with them is slowed, not answered at once).
+    pub share_wait: Duration,
 }
 
 impl Default for PoolConfig {
-    /// One worker per two CPUs (at least one), two per client, five seconds of waiting.
+    /// One worker per two CPUs (at least one), two per client, five seconds of waiting for a
+    /// worker, half a second for a share.
     fn default() -> Self {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         PoolConfig {
             workers: (cpus / 2).max(1),
             per_client: 2,
             wait: Duration::from_secs(5),
+            share_wait: Duration::from_millis(500),
         }
     }
 }
+
+/// A job for a worker thread.
+type Job = Box<dyn FnOnce() + Send + 'static>;
 
 /// The pool.
 pub struct WorkPool {
     config: PoolConfig,
     workers: Semaphore,
     by_client: Mutex<HashMap<String, u32>>,
+    /// Woken whenever a share is given back.
+    released: Notify,
+    /// The worker threads' queue (every admitted job finds a free thread: the semaphore
+    /// admits no more jobs than there are threads).
+    jobs: Mutex<std::sync::mpsc::Sender<Job>>,
+}
+
+/// How much lower than the request threads the workers run (Linux `nice`; 10 gives them
+/// about a tenth of a CPU when a request thread wants it too).
+const WORKER_NICENESS: i32 = 10;
+
+fn worker_loop(jobs: Arc<Mutex<std::sync::mpsc::Receiver<Job>>>) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: setpriority on this thread's own id, no pointers involved.
+        let tid = unsafe { libc::gettid() };
+        // SAFETY: as above; lowering one's own priority needs no privilege.
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, WORKER_NICENESS) };
+    }
+    loop {
+        let job = match jobs.lock() {
+            Ok(queue) => queue.recv(),
+            Err(_) => return,
+        };
+        match job {
+            Ok(job) => job(),
+            Err(_) => return,
+        }
+    }
 }
 
 /// A worker held for one costly verification; released when dropped.
 pub struct Slot<'p> {
+    pool: &'p WorkPool,
     _permit: SemaphorePermit<'p>,
-    _client: ClientShare<'p>,
+    _client: Share<'p>,
 }
 
-/// One client's share of the pool, counted while a request runs or waits.
-struct ClientShare<'p> {
+/// One client's share of the pool, counted while a costly request is read, waits or runs.
+pub struct Share<'p> {
     pool: &'p WorkPool,
     client: String,
 }
 
-impl Drop for ClientShare<'_> {
+impl<'p> Share<'p> {
+    /// Wait for a worker: 503 when none frees up in time. Dropping the future (the client went
+    /// away) gives up the place.
+    pub async fn worker(self) -> Result<Slot<'p>, ApiError> {
+        match tokio::time::timeout(self.pool.config.wait, self.pool.workers.acquire()).await {
+            Ok(Ok(permit)) => Ok(Slot {
+                pool: self.pool,
+                _permit: permit,
+                _client: self,
+            }),
+            _ => Err(ApiError::Busy { retry_after: 2 }),
+        }
+    }
+}
+
+impl Drop for Share<'_> {
     fn drop(&mut self) {
         if let Ok(mut by_client) = self.pool.by_client.lock()
             && let Some(n) = by_client.get_mut(&self.client)
@@ -62,15 +116,30 @@ impl Drop for ClientShare<'_> {
                 by_client.remove(&self.client);
             }
         }
+        self.pool.released.notify_waiters();
     }
 }
 
 impl WorkPool {
     /// A pool as configured.
     pub fn new(config: PoolConfig) -> Self {
+        let threads = config.workers.max(1);
+        let (sender, receiver) = std::sync::mpsc::channel::<Job>();
+        let receiver = Arc::new(Mutex::new(receiver));
+        for i in 0..threads {
+            let receiver = receiver.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("costly-{i}"))
+                .spawn(move || worker_loop(receiver));
+            if let Err(e) = spawned {
+                tracing::error!(error = %e, "a costly-verification worker could not start");
+            }
+        }
         WorkPool {
-            workers: Semaphore::new(config.workers.max(1)),
+            workers: Semaphore::new(threads),
             by_client: Mutex::new(HashMap::new()),
+            released: Notify::new(),
+            jobs: Mutex::new(sender),
             config,
         }
     }
@@ -80,42 +149,70 @@ impl WorkPool {
         self.config
     }
 
-    /// Take a worker for `client`: 429 when the client holds its share already, 503 when no
-    /// worker frees up in time. Dropping the future (the client went away) gives up its place.
-    pub async fn admit(&self, client: &str) -> Result<Slot<'_>, ApiError> {
-        let share = {
-            let mut by_client = self.by_client.lock().map_err(|_| ApiError::Internal)?;
-            let n = by_client.entry(client.to_owned()).or_insert(0);
-            if *n >= self.config.per_client {
-                return Err(ApiError::TooManyRequests { retry_after: 1 });
-            }
-            *n += 1;
-            ClientShare {
-                pool: self,
-                client: client.to_owned(),
-            }
-        };
-        match tokio::time::timeout(self.config.wait, self.workers.acquire()).await {
-            Ok(Ok(permit)) => Ok(Slot {
-                _permit: permit,
-                _client: share,
-            }),
-            _ => Err(ApiError::Busy { retry_after: 2 }),
+    /// Count a costly request of `client`: 429 when the client holds its share already. Taken
+    /// before a large body is read, so one address cannot have more of them in flight.
+    pub fn share(&self, client: &str) -> Result<Share<'_>, ApiError> {
+        let mut by_client = self.by_client.lock().map_err(|_| ApiError::Internal)?;
+        let n = by_client.entry(client.to_owned()).or_insert(0);
+        if *n >= self.config.per_client {
+            return Err(ApiError::TooManyRequests { retry_after: 1 });
         }
+        *n += 1;
+        Ok(Share {
+            pool: self,
+            client: client.to_owned(),
+        })
+    }
+
+    /// Count a costly request of `client`, waiting up to the configured `share_wait` for one
+    /// of its requests to finish when it holds its share already; 429 after that.
+    pub async fn share_waiting(&self, client: &str) -> Result<Share<'_>, ApiError> {
+        let deadline = tokio::time::Instant::now() + self.config.share_wait;
+        loop {
+            let released = self.released.notified();
+            match self.share(client) {
+                Ok(share) => return Ok(share),
+                Err(refused) => {
+                    if tokio::time::timeout_at(deadline, released).await.is_err() {
+                        return Err(refused);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Take a worker for `client`: 429 when the client holds its share already (after waiting
+    /// for it), 503 when no worker frees up in time.
+    pub async fn admit(&self, client: &str) -> Result<Slot<'_>, ApiError> {
+        self.share_waiting(client).await?.worker().await
     }
 }
 
 impl Slot<'_> {
-    /// Run CPU-heavy work on this worker without stalling the request threads' other tasks.
-    pub fn run<T>(&self, work: impl FnOnce() -> T) -> T {
-        use tokio::runtime::{Handle, RuntimeFlavor};
-        let multi =
-            Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
-        if multi {
-            tokio::task::block_in_place(work)
-        } else {
-            work()
+    /// Run CPU-heavy work on a worker thread of the pool and wait for it. If the caller goes
+    /// away meanwhile, the work still finishes (it is bounded by its budget) and is dropped.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let (done, result) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move || {
+            let _ = done.send(work());
+        });
+        let sent = self
+            .pool
+            .jobs
+            .lock()
+            .map_err(|_| ApiError::Internal)?
+            .send(job);
+        if sent.is_err() {
+            tracing::error!("the costly-verification workers are gone");
+            return Err(ApiError::Internal);
         }
+        result.await.map_err(|_| {
+            tracing::error!("a costly verification's worker stopped before answering");
+            ApiError::Internal
+        })
     }
 }
 
@@ -129,6 +226,7 @@ mod tests {
             workers: 1,
             per_client: 2,
             wait: Duration::from_millis(50),
+            share_wait: Duration::from_millis(20),
         });
         let first = pool.admit("a").await.expect("a worker");
         // Same client: a second may wait (and times out: the only worker is busy) …
@@ -147,6 +245,6 @@ mod tests {
         assert_eq!(refused, Some(ApiError::TooManyRequests { retry_after: 1 }));
         drop(first);
         let again = pool.admit("b").await.expect("freed");
-        assert_eq!(again.run(|| 7), 7);
+        assert_eq!(again.run(|| 7).await, Ok(7));
     }
 }
