@@ -14,7 +14,13 @@
 #      `wrk --latency` at each connection count (1 thread for 1 connection, 2 otherwise);
 #      reads the server's peak RSS (VmHWM in /proc/PID/status) after its load runs;
 #   4. prints a summary table (requests/s, p50, p99, non-2xx, socket errors, peak RSS) and fails
-#      if any response was not 2xx or any socket error occurred.
+#      if any response was not 2xx or any socket error occurred;
+#   5. the denial-of-wallet benchmark (server/examples/dow.rs): the costliest requests we know,
+#      free and unpaid, at 32 connections from four addresses while a legitimate client sends
+#      the invoice example at DOW_RATE/s: the server CPU of one such request (max, mean), the
+#      legitimate client's p50/p99 and success alone and under attack, /health's worst latency,
+#      the server's peak RSS. Fails when a refused or unpaid request costs more than 25 ms of
+#      CPU, the legitimate p99 under attack is over 2x its p99 alone, or peak RSS is over 100 MiB.
 #
 # Variants:
 #   test  the example as is: agent id `test-seller-invoice-agent` (test- ids write no history;
@@ -30,6 +36,8 @@
 #   PIN        "1": server on CPU 0 and wrk on CPU 1 (taskset); default: no pinning
 #   DURABILITY server --durability (default sync)
 #   WARMUP     warm-up duration before each variant (default 2s)
+#   DOW        "0" skips the denial-of-wallet benchmark (default 1)
+#   DOW_SECS   its duration per phase in seconds (default 15); DOW_RATE its legitimate rate (200/s)
 #
 # Usage: scripts/bench.sh            (about 2 x 3 x DURATION plus a few seconds)
 set -euo pipefail
@@ -42,6 +50,9 @@ COLD_RUNS=${COLD_RUNS:-7}
 PIN=${PIN:-0}
 DURABILITY=${DURABILITY:-sync}
 WARMUP=${WARMUP:-2s}
+DOW=${DOW:-1}
+DOW_SECS=${DOW_SECS:-15}
+DOW_RATE=${DOW_RATE:-200}
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 if ! command -v wrk >/dev/null; then
@@ -52,7 +63,7 @@ for tool in curl python3; do
   command -v "$tool" >/dev/null || { echo "bench.sh needs $tool" >&2; exit 1; }
 done
 
-cargo build --release --locked -p verifier
+cargo build --release --locked -p verifier --bin verifier --example dow
 bin=$PWD/target/release/verifier
 
 work=$(mktemp -d)
@@ -158,3 +169,23 @@ if [ "$failed" != 0 ]; then
   exit 1
 fi
 echo "OK: zero non-2xx responses"
+
+if [ "$DOW" != 0 ]; then
+  echo
+  echo "== denial of wallet (server/examples/dow.rs, $DOW_SECS s per phase, legitimate $DOW_RATE/s)"
+  target/release/examples/dow --duration "$DOW_SECS" --rate "$DOW_RATE" | tee "$work/dow.txt"
+  python3 - "$work/dow.txt" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+worst = float(re.search(r"worst server CPU of one refused or unpaid request: ([\d.]+) ms", text).group(1))
+ratio = float(re.search(r"\(([\d.]+)× alone\)", text).group(1))
+rss = float(re.search(r"peak RSS \(VmHWM\): ([\d.]+) MiB", text).group(1))
+failures = []
+if worst > 25: failures.append(f"a refused or unpaid request cost {worst} ms of CPU (> 25)")
+if ratio > 2: failures.append(f"the legitimate p99 under attack is {ratio}x alone (> 2)")
+if rss > 100: failures.append(f"peak RSS {rss} MiB (> 100)")
+if failures:
+    sys.exit("FAILED: " + "; ".join(failures))
+print(f"OK: worst refused/unpaid request {worst} ms of CPU, legitimate p99 {ratio}x, peak RSS {rss} MiB")
+PY
+fi

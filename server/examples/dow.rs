@@ -40,7 +40,7 @@ impl Server {
             let l = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
             l.local_addr().expect("addr").port()
         };
-        let child = Command::new(bin)
+        let mut child = Command::new(bin)
             .args([
                 "serve",
                 "--listen",
@@ -75,6 +75,8 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+        let _ = child.kill();
+        let _ = child.wait();
         panic!("the verifier did not start");
     }
 

@@ -113,6 +113,10 @@ pub struct ServeOpts {
     /// Memory ceiling (MiB) of a paid verification.
     #[arg(long, env = "VERIFIER_PAID_MEMORY_MIB", default_value_t = 128)]
     pub paid_memory_mib: u64,
+    /// IPv6 callers share one free allowance per network of this prefix length (IPv4: one per
+    /// address).
+    #[arg(long, env = "VERIFIER_IPV6_PREFIX", default_value_t = 64, value_parser = clap::value_parser!(u8).range(16..=128))]
+    pub ipv6_prefix: u8,
     /// Costly verifications run at once on the bounded pool. Default: one per two CPUs.
     #[arg(long, env = "VERIFIER_HEAVY_WORKERS", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub heavy_workers: Option<u16>,

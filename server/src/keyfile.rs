@@ -1,5 +1,6 @@
-//! The local signing key: `signing-key.json` in the data directory, made on first run with
-//! file mode 0600, plus `public-keys.json`, the ring of every public key this server used.
+//! The local signing key: `signing-key.json` in the data directory (mode 0700), made on first
+//! run with file mode 0600 and refused when others can read it, plus `public-keys.json`, the
+//! ring of every public key this server used.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -23,14 +24,22 @@ pub enum KeyFileError {
     Format(String),
     #[error("cannot make a key: {0}")]
     Key(#[from] verifier_core::keys::KeyError),
+    #[error(
+        "{0} can be read by other users of this machine (mode {1:o}): run `chmod 600` on it, or delete it to make a new key (receipts signed with it stay verifiable only while its public half is listed)"
+    )]
+    NotPrivate(String, u32),
 }
 
 /// Load the local key, making it on first run.
+/// The data directory is made (or kept) owner-only; an existing key file that other users can
+/// read is refused: the server does not start with a key others may have copied.
 pub fn load_or_create(dir: &Path) -> Result<StaticKeys, KeyFileError> {
-    std::fs::create_dir_all(dir).map_err(|e| KeyFileError::Io(dir.display().to_string(), e))?;
+    verifier_core::store::embedded::create_private_dir(dir)
+        .map_err(|e| KeyFileError::Io(dir.display().to_string(), e))?;
     let key_path = dir.join("signing-key.json");
     let ring_path = dir.join("public-keys.json");
     let identity = if key_path.exists() {
+        refuse_shared(&key_path)?;
         let text = std::fs::read_to_string(&key_path)
             .map_err(|e| KeyFileError::Io(key_path.display().to_string(), e))?;
         let file: KeyFile = serde_json::from_str(&text)
@@ -84,6 +93,23 @@ pub fn load_or_create(dir: &Path) -> Result<StaticKeys, KeyFileError> {
     Ok(StaticKeys::new(identity, ring))
 }
 
+/// Refuse a key file that others than its owner can read (Unix).
+fn refuse_shared(path: &Path) -> Result<(), KeyFileError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path)
+            .map_err(|e| KeyFileError::Io(path.display().to_string(), e))?
+            .permissions()
+            .mode()
+            & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(KeyFileError::NotPrivate(path.display().to_string(), mode));
+        }
+    }
+    Ok(())
+}
+
 fn write_private(path: &Path, bytes: &[u8]) -> Result<(), KeyFileError> {
     use std::io::Write;
     let mut options = std::fs::OpenOptions::new();
@@ -98,4 +124,47 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<(), KeyFileError> {
         .map_err(|e| KeyFileError::Io(path.display().to_string(), e))?;
     file.write_all(bytes)
         .map_err(|e| KeyFileError::Io(path.display().to_string(), e))
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path)
+            .expect("exists")
+            .permissions()
+            .mode()
+            & 0o777
+    }
+
+    #[test]
+    fn the_data_directory_and_the_key_are_the_owners_only() {
+        let parent = tempfile::tempdir().expect("tempdir");
+        let dir = parent.path().join("data");
+        load_or_create(&dir).expect("a fresh key");
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&dir.join("signing-key.json")), 0o600);
+        // The store's file too.
+        drop(verifier_core::store::embedded::EmbeddedStore::open(&dir).expect("the store opens"));
+        assert_eq!(mode(&dir.join("verifier.redb")), 0o600);
+        // A directory others could read is tightened.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        load_or_create(&dir).expect("the same key");
+        assert_eq!(mode(&dir), 0o700);
+    }
+
+    #[test]
+    fn a_key_file_others_can_read_stops_the_server() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        load_or_create(dir.path()).expect("a fresh key");
+        let key = dir.path().join("signing-key.json");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let err = load_or_create(dir.path()).err().expect("refused");
+        assert!(matches!(err, KeyFileError::NotPrivate(_, 0o644)), "{err}");
+        assert!(err.to_string().contains("chmod 600"));
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        load_or_create(dir.path()).expect("accepted again");
+    }
 }

@@ -79,6 +79,7 @@ pub fn router(services: Arc<Services>, mcp: &McpAccess) -> Router {
         .fallback(move || not_found(config.clone()))
         .layer(function_common::cors::layer())
         .layer(middleware::from_fn(client_address))
+        .layer(middleware::map_response(respond::nosniff))
 }
 
 async fn not_found(config: Arc<ServiceConfig>) -> Response {
@@ -123,8 +124,12 @@ async fn log_request(req: Request, next: Next) -> Response {
 }
 
 fn init_logging(format: &str) {
-    let filter =
+    // rmcp logs every request's method and protocol version at info: caller text in our logs.
+    let mut filter =
         tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    if let Ok(quiet) = "rmcp=off".parse() {
+        filter = filter.add_directive(quiet);
+    }
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false);
@@ -216,6 +221,7 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
             paid: Budget::ms_mib(opts.paid_cpu_ms, opts.paid_memory_mib),
         }
         .ordered(),
+        ipv6_prefix: opts.ipv6_prefix,
     };
     if config.pay_to_base.is_none() && config.pay_to_solana.is_none() {
         tracing::warn!(

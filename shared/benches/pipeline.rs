@@ -7,7 +7,8 @@
 //!   serialized + the RFC 8785 signing document: everything but the Ed25519 signature;
 //! - `sign_only`: the Ed25519 signature over the invoice's signing document;
 //! - `stage_*`: the unsigned part stage by stage: parsing and validating the request, the
-//!   report (hashes, schema, rules, content), the canonical signing document, the JSON body.
+//!   report (hashes, schema, rules, content), the canonical signing document, the JSON body;
+//!   `stage_price`: pricing the request before it runs (the cost model's own cost).
 //!
 //! Run: `cargo bench -p verifier-core --bench pipeline -- --warm-up-time 1 --measurement-time 3`.
 
@@ -19,6 +20,7 @@ use serde_json::Value;
 use std::hint::black_box;
 use time::OffsetDateTime;
 use verifier_core::attest::{VERIFY_CONTEXT, signed_document};
+use verifier_core::cost::{Budgets, Meter};
 use verifier_core::{Engine, EngineConfig, SigningIdentity, VerifyRequest};
 
 fn invoice_body() -> Vec<u8> {
@@ -86,9 +88,11 @@ fn pipeline(c: &mut Criterion) {
     });
 
     let warm = Engine::new(EngineConfig::default());
-    let req = VerifyRequest::from_body(&body).expect("valid");
+    let req = warm.parse(&body).expect("valid");
     warm.verify(&req, &key, OffsetDateTime::now_utc())
         .expect("warms the cache");
+    // As the server does once a request is served: its schema text is remembered.
+    warm.remember_schema(&body, &req);
 
     c.bench_function("full_pipeline_cached", |b| {
         b.iter(|| {
@@ -110,6 +114,17 @@ fn pipeline(c: &mut Criterion) {
     // Where the unsigned time goes, stage by stage.
     c.bench_function("stage_parse", |b| {
         b.iter(|| black_box(warm.parse(black_box(&body)).expect("valid")))
+    });
+    let compiled = warm
+        .compiled(&req.expected_schema)
+        .expect("the schema compiles");
+    c.bench_function("stage_price", |b| {
+        b.iter(|| {
+            let mut meter = Meter::new(Budgets::default().unpaid);
+            warm.price(&req, &compiled, body.len(), &mut meter)
+                .expect("within the free ceiling");
+            black_box(meter.total())
+        })
     });
     c.bench_function("stage_report", |b| {
         b.iter(|| {

@@ -36,6 +36,8 @@ pub struct ServiceConfig {
     pub payment_timeout_seconds: u64,
     /// The CPU and memory ceilings of unpaid and paid verifications.
     pub budgets: Budgets,
+    /// IPv6 callers are one client per network of this prefix length (IPv4: per address).
+    pub ipv6_prefix: u8,
 }
 
 impl Default for ServiceConfig {
@@ -52,6 +54,7 @@ impl Default for ServiceConfig {
             solana_fee_payer: None,
             payment_timeout_seconds: 60,
             budgets: Budgets::default(),
+            ipv6_prefix: crate::client::DEFAULT_IPV6_PREFIX,
         }
     }
 }
@@ -62,6 +65,11 @@ pub fn usd(units: u64) -> String {
 }
 
 impl ServiceConfig {
+    /// The client key of an address as the edge saw it (see [`crate::client`]).
+    pub fn client_key(&self, raw: &str) -> String {
+        crate::client::client_key(raw, self.ipv6_prefix)
+    }
+
     /// `public_url` joined with a path.
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.public_url.trim_end_matches('/'))

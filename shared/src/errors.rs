@@ -28,6 +28,15 @@ pub enum ApiError {
     /// 405: the route exists with another method.
     #[error("method not allowed")]
     MethodNotAllowed,
+    /// 403: the request's `Origin` or `Host` may not call this endpoint (DNS rebinding).
+    #[error("forbidden")]
+    Forbidden,
+    /// 406: the request does not accept the answer's media types.
+    #[error("not acceptable")]
+    NotAcceptable,
+    /// 400: an MCP request whose HTTP framing (headers) is not valid.
+    #[error("bad request")]
+    BadRequest,
     /// 503: the store is briefly unavailable.
     #[error("store unavailable")]
     StoreUnavailable { retry_after: u64 },
@@ -86,6 +95,21 @@ pub const ERROR_CODES: &[(&str, u16, &str)] = &[
     ),
     ("not_found", 404, "No such route."),
     (
+        "forbidden",
+        403,
+        "The request's Origin or Host may not call /mcp (DNS-rebinding protection).",
+    ),
+    (
+        "not_acceptable",
+        406,
+        "The Accept header must allow application/json and text/event-stream (MCP Streamable HTTP).",
+    ),
+    (
+        "bad_request",
+        400,
+        "The MCP request's headers are not valid (for example an unsupported MCP-Protocol-Version).",
+    ),
+    (
         "method_not_allowed",
         405,
         "The route exists with another method.",
@@ -127,6 +151,9 @@ impl ApiError {
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::NotFound => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::Forbidden => "forbidden",
+            ApiError::NotAcceptable => "not_acceptable",
+            ApiError::BadRequest => "bad_request",
             ApiError::StoreUnavailable { .. } => "store_unavailable",
             ApiError::FacilitatorUnavailable { .. } => "facilitator_unavailable",
             ApiError::TooManyRequests { .. } => "too_many_requests",
@@ -144,6 +171,9 @@ impl ApiError {
             ApiError::UnsupportedMediaType => 415,
             ApiError::NotFound => 404,
             ApiError::MethodNotAllowed => 405,
+            ApiError::Forbidden => 403,
+            ApiError::NotAcceptable => 406,
+            ApiError::BadRequest => 400,
             ApiError::StoreUnavailable { .. }
             | ApiError::FacilitatorUnavailable { .. }
             | ApiError::Busy { .. } => 503,
@@ -227,6 +257,35 @@ impl ApiError {
                 ),
                 vec![json!({"action": "read_docs", "url": config.url("/")})],
                 vec![],
+            ),
+            ApiError::Forbidden => (
+                format!(
+                    "This origin or host may not call /mcp. {NOTHING_CHARGED}; call it from the service's own origin, or ask the operator to allow yours."
+                ),
+                vec![json!({"action": "read_docs", "url": config.url("/")})],
+                vec![],
+            ),
+            ApiError::NotAcceptable => (
+                format!(
+                    "The request must accept application/json and text/event-stream. {NOTHING_CHARGED}; send Accept: application/json, text/event-stream."
+                ),
+                vec![json!({"action": "fix_request_fields", "fields": ["accept"]})],
+                vec![FieldProblem::new(
+                    "accept",
+                    "does not allow application/json and text/event-stream",
+                    "Send Accept: application/json, text/event-stream.",
+                )],
+            ),
+            ApiError::BadRequest => (
+                format!(
+                    "The MCP request's headers are not valid. {NOTHING_CHARGED}; send a supported MCP-Protocol-Version (2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25 or 2026-07-28), or none before initializing."
+                ),
+                vec![json!({"action": "fix_request_fields", "fields": ["mcp-protocol-version"]})],
+                vec![FieldProblem::new(
+                    "mcp-protocol-version",
+                    "is not a protocol version this server speaks, or does not match the request",
+                    "Send one of 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28.",
+                )],
             ),
             ApiError::StoreUnavailable { retry_after } => (
                 format!(

@@ -128,6 +128,7 @@ pub fn parse_strict_capturing<'de, const N: usize>(
         captured: &captured,
     };
     SUSPECT.with(|f| f.set(None));
+    ZERO.with(|f| f.set(None));
     FIELD.with(|f| f.set(None));
     let result = seed.deserialize(&mut de).and_then(|v| de.end().map(|_| v));
     let value = result.map_err(|e| {
@@ -155,6 +156,14 @@ pub fn parse_strict_capturing<'de, const N: usize>(
             field,
         });
     }
+    if let Some(field) = ZERO.with(Cell::get)
+        && let Some((line, column)) = find_underflow(bytes)
+    {
+        return Err(LocatedJsonError {
+            error: JsonError::NonFinite { line, column },
+            field,
+        });
+    }
     Ok((value, captured.map(|c| c.get().map(RawValue::get))))
 }
 
@@ -164,11 +173,13 @@ thread_local! {
     static SUSPECT: Cell<Option<Option<&'static str>>> = const { Cell::new(None) };
     /// The known top-level field being read now.
     static FIELD: Cell<Option<&'static str>> = const { Cell::new(None) };
+    /// Set when the parse met a double equal to zero, with the field being read then: only
+    /// the text tells `0.0` from `1e-400`, which underflowed.
+    static ZERO: Cell<Option<Option<&'static str>>> = const { Cell::new(None) };
 }
 
-/// The line and column of the first integer literal (no fraction, no exponent) whose
-/// magnitude exceeds 2^53 − 1, outside strings.
-fn find_unsafe_integer(bytes: &[u8]) -> Option<(usize, usize)> {
+/// The line and column of the first number literal, outside strings, that `hit` accepts.
+fn find_literal(bytes: &[u8], hit: impl Fn(&str) -> bool) -> Option<(usize, usize)> {
     let (mut line, mut line_start) = (1, 0);
     let mut i = 0;
     while i < bytes.len() {
@@ -185,22 +196,14 @@ fn find_unsafe_integer(bytes: &[u8]) -> Option<(usize, usize)> {
             }
             b'-' | b'0'..=b'9' => {
                 let start = i;
-                let digits_start = if bytes[i] == b'-' { i + 1 } else { i };
-                let mut end = digits_start;
-                while end < bytes.len() && bytes[end].is_ascii_digit() {
-                    end += 1;
-                }
-                let is_integer = !matches!(bytes.get(end), Some(b'.' | b'e' | b'E'));
-                let digits = std::str::from_utf8(&bytes[digits_start..end]).unwrap_or("");
-                let too_big =
-                    digits.len() > 16 || digits.parse::<u64>().is_ok_and(|v| v > MAX_SAFE_INTEGER);
-                if is_integer && too_big {
-                    return Some((line, start - line_start + 1));
-                }
+                let mut end = i + 1;
                 while end < bytes.len()
                     && matches!(bytes[end], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
                 {
                     end += 1;
+                }
+                if hit(std::str::from_utf8(&bytes[start..end]).unwrap_or("")) {
+                    return Some((line, start - line_start + 1));
                 }
                 i = end;
                 continue;
@@ -212,12 +215,42 @@ fn find_unsafe_integer(bytes: &[u8]) -> Option<(usize, usize)> {
     None
 }
 
+/// An integer literal, or one whose fraction is all zeros and has no exponent
+/// (`9007199254740993.0`): judged as the integer it denotes, beyond ±(2^53 − 1).
+fn is_unsafe_integer(literal: &str) -> bool {
+    let unsigned = literal.strip_prefix('-').unwrap_or(literal);
+    if unsigned.contains(['e', 'E']) {
+        return false;
+    }
+    let (digits, fraction) = unsigned.split_once('.').unwrap_or((unsigned, ""));
+    fraction.bytes().all(|b| b == b'0')
+        && (digits.len() > 16 || digits.parse::<u64>().is_ok_and(|v| v > MAX_SAFE_INTEGER))
+}
+
+/// A nonzero literal too small for a double, which would be read as 0 (`1e-400`).
+fn is_underflow(literal: &str) -> bool {
+    let mantissa = literal.split(['e', 'E']).next().unwrap_or("");
+    mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b))
+        && literal.parse::<f64>().is_ok_and(|v| v == 0.0)
+}
+
+/// The first unsafe integer literal of a text (see [`is_unsafe_integer`]).
+fn find_unsafe_integer(bytes: &[u8]) -> Option<(usize, usize)> {
+    find_literal(bytes, is_unsafe_integer)
+}
+
+/// The first literal of a text that underflows to zero (see [`is_underflow`]).
+fn find_underflow(bytes: &[u8]) -> Option<(usize, usize)> {
+    find_literal(bytes, is_underflow)
+}
+
 /// Check a JSON text as strictly as [`parse_strict_value`] would parse it — duplicate keys,
 /// unsafe integers, non-finite numbers, nesting deeper than `max_depth` — without building it:
 /// memory stays proportional to the keys of the objects open at once.
 pub fn check_strict(text: &str, max_depth: usize) -> Result<(), JsonError> {
     let mut de = serde_json::Deserializer::from_str(text);
     SUSPECT.with(|f| f.set(None));
+    ZERO.with(|f| f.set(None));
     let result = Check { depth: max_depth }
         .deserialize(&mut de)
         .and_then(|()| de.end());
@@ -235,6 +268,11 @@ pub fn check_strict(text: &str, max_depth: usize) -> Result<(), JsonError> {
         && let Some((line, column)) = find_unsafe_integer(text.as_bytes())
     {
         return Err(JsonError::UnsafeInteger { line, column });
+    }
+    if ZERO.with(Cell::get).is_some()
+        && let Some((line, column)) = find_underflow(text.as_bytes())
+    {
+        return Err(JsonError::NonFinite { line, column });
     }
     Ok(())
 }
@@ -295,6 +333,9 @@ impl<'de> Visitor<'de> for Check {
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
         if v.abs() >= MAX_SAFE_INTEGER as f64 && v.fract() == 0.0 {
             SUSPECT.with(|f| f.set(Some(None)));
+        }
+        if v == 0.0 {
+            ZERO.with(|f| f.set(Some(None)));
         }
         if v.is_finite() {
             Ok(())
@@ -419,6 +460,9 @@ impl<'de> Visitor<'de> for StrictVisitor<'_, 'de> {
         {
             SUSPECT.with(|f| f.set(Some(FIELD.with(Cell::get))));
         }
+        if v == 0.0 && ZERO.with(Cell::get).is_none() {
+            ZERO.with(|f| f.set(Some(FIELD.with(Cell::get))));
+        }
         Number::from_f64(v)
             .map(Value::Number)
             .ok_or_else(|| E::custom(NON_FINITE))
@@ -502,8 +546,14 @@ mod tests {
             parse_strict_value(b"[-9007199254740993]"),
             Err(JsonError::UnsafeInteger { .. })
         ));
-        // A float spelling is a double already and stays allowed.
-        assert!(parse_strict_value(b"9007199254740993.0").is_ok());
+        // A fraction of zeros denotes the integer: judged as one (it would be rounded).
+        assert!(matches!(
+            parse_strict_value(b"9007199254740993.0"),
+            Err(JsonError::UnsafeInteger { .. })
+        ));
+        assert!(parse_strict_value(b"9007199254740991.000").is_ok());
+        // An exponent spelling is a double by choice and stays allowed.
+        assert!(parse_strict_value(b"9.007199254740993e15").is_ok());
     }
 
     #[test]
@@ -559,6 +609,31 @@ mod tests {
             parse_strict_value(b"NaN"),
             Err(JsonError::Syntax { .. })
         ));
+    }
+
+    #[test]
+    fn nonzero_numbers_that_underflow_are_refused_like_overflows() {
+        for bad in [
+            "1e-400",
+            "[0.0, -2.5e-330]",
+            r#"{"a": 0.000e0, "b": 1E-999}"#,
+        ] {
+            assert!(
+                matches!(
+                    parse_strict_value(bad.as_bytes()),
+                    Err(JsonError::NonFinite { .. })
+                ),
+                "{bad}"
+            );
+            assert!(
+                matches!(check_strict(bad, 126), Err(JsonError::NonFinite { .. })),
+                "{bad}"
+            );
+        }
+        for ok in ["0.0", "-0.0", "0e-400", "5e-324", "[0, 0.000, 1e-300]"] {
+            assert!(parse_strict_value(ok.as_bytes()).is_ok(), "{ok}");
+            assert_eq!(check_strict(ok, 126), Ok(()), "{ok}");
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@
 pub mod attest;
 pub mod canonical;
 pub mod checks;
+pub mod client;
 pub mod clock;
 pub mod config;
 pub mod cost;

@@ -153,3 +153,106 @@ def test_the_conformance_scenarios_pass(server, tmp_path):
                        text=True, env=env, timeout=900)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     assert "8 passed, 0 failed" in r.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# /mcp speaks only in the service's shapes: JSON-RPC errors and the §9 error shape, never the
+# caller's text (issue 16).
+
+MARK = "mcpmark" + "4f1c2e"
+HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+           "mcp-protocol-version": "2025-11-25"}
+
+
+def _post(server, body, headers=None):
+    return httpx.post(server.url + "/mcp", content=body, headers={**HEADERS, **(headers or {})},
+                      timeout=10)
+
+
+def _assert_rpc_error(r, code):
+    assert r.headers["content-type"].startswith("application/json")
+    assert r.headers.get("x-content-type-options") == "nosniff"
+    body = r.json()
+    assert body["jsonrpc"] == "2.0" and body["error"]["code"] == code, body
+    assert set(body["error"]) == {"code", "message"}
+    assert MARK not in r.text and "<b>" not in r.text
+    return body
+
+
+def test_protocol_errors_are_json_rpc_without_the_callers_text(server):
+    unknown = _post(server, json.dumps({"jsonrpc": "2.0", "id": 1, "method": f"<b>{MARK}</b>"}))
+    assert _assert_rpc_error(unknown, -32601)["id"] == 1
+    _assert_rpc_error(_post(server, "{" + MARK), -32700)
+    batch = [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(2)]
+    _assert_rpc_error(_post(server, json.dumps(batch)), -32600)
+    _assert_rpc_error(_post(server, '{"jsonrpc":"2.0","id":null,"method":"ping"}'), -32600)
+    huge = _assert_rpc_error(_post(server, '{"jsonrpc":"2.0","id":%d,"method":"ping"}' % 2 ** 100), -32600)
+    assert huge["id"] is None
+    long_id = _post(server, json.dumps({"jsonrpc": "2.0", "id": MARK * 40, "method": "ping"}))
+    assert _assert_rpc_error(long_id, -32600)["id"] is None
+    # Invalid params of a known method: the code stays, the message is ours.
+    bad_params = _post(server, json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                           "params": {"name": 7, "arguments": MARK}}))
+    body = bad_params.json()
+    assert "error" in body and MARK not in bad_params.text, body
+
+
+@pytest.mark.parametrize("case", ["protocol-version", "origin", "get", "delete", "content-type", "accept"])
+def test_http_refusals_are_in_the_error_shape(server, case):
+    ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    if case == "protocol-version":
+        r = _post(server, ping, {"mcp-protocol-version": f"<b>{MARK}</b>"})
+        status, code = 400, "bad_request"
+    elif case == "origin":
+        r = _post(server, ping, {"origin": f"https://{MARK}.example"})
+        status, code = 403, "forbidden"
+    elif case in ("get", "delete"):
+        r = httpx.request(case.upper(), server.url + "/mcp", headers=HEADERS, timeout=10)
+        status, code = 405, "method_not_allowed"
+        assert r.headers.get("allow") == "POST"
+    elif case == "content-type":
+        r = _post(server, ping, {"content-type": "text/plain"})
+        status, code = 415, "unsupported_media_type"
+    else:
+        r = _post(server, ping, {"accept": "text/html"})
+        status, code = 406, "not_acceptable"
+    assert r.status_code == status, r.text[:300]
+    assert r.headers["content-type"].startswith("application/json")
+    assert r.headers.get("x-content-type-options") == "nosniff"
+    body = r.json()
+    assert body["code"] == code and body["status"] == status and body["charged"] is False
+    assert MARK not in r.text
+
+
+def test_a_planted_marker_never_reaches_the_log(tmp_path):
+    from conftest import free_port
+    port = free_port()
+    log = open(tmp_path / "server.log", "wb")
+    env = dict(os.environ, RUST_LOG="info")
+    proc = subprocess.Popen([BIN, "serve", "--listen", f"127.0.0.1:{port}", "--data-dir",
+                             str(tmp_path / "data")], env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            try:
+                if httpx.get(url + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                import time
+                time.sleep(0.05)
+
+        class S:
+            pass
+        s = S()
+        s.url = url
+        for method in (f"<b>{MARK}</b>", "ping", "tools/list", "initialize"):
+            _post(s, json.dumps({"jsonrpc": "2.0", "id": 1, "method": method,
+                                 "params": {"protocolVersion": MARK, "capabilities": {},
+                                            "clientInfo": {"name": MARK, "version": MARK}}}))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
+    text = (tmp_path / "server.log").read_text(errors="replace")
+    assert "request" in text, "the per-request log is on"
+    assert MARK not in text

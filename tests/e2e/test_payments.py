@@ -178,8 +178,15 @@ def test_bad_payments_are_refused_with_a_reason_and_move_nothing(paid_server, ch
     sig = bytearray.fromhex(tampered["payload"]["signature"][2:])
     sig[10] ^= 0xFF
     tampered["payload"]["signature"] = "0x" + sig.hex()
+    short = eip3009(chain, base)
+    short["payload"]["signature"] = short["payload"]["signature"][:-2]        # 64 bytes
+    fake_6492 = eip3009(chain, base)
+    fake_6492["payload"]["signature"] = "0x" + "ab" * 200 + "6492" * 16    # the magic on junk
+    huge = eip3009(chain, base)
+    huge["payload"]["signature"] = "0x" + "01" * 5000                    # past 4096 bytes
     cases = {
         "no_matching_payment_requirements": eip3009(chain, cheap),
+        "authorization_validity_too_long": eip3009(chain, base, valid_before=int(time.time()) + 3600),
         "amount_mismatch": eip3009(chain, base, value=19999),
         "recipient_mismatch": eip3009(chain, base, to="0x000000000000000000000000000000000000dEaD"),
         "authorization_expired": eip3009(chain, base, valid_before=int(time.time()) - 10),
@@ -187,7 +194,8 @@ def test_bad_payments_are_refused_with_a_reason_and_move_nothing(paid_server, ch
         "invalid_signature": tampered,
         "facilitator_rejected": eip3009(chain, base, key=chain.unfunded_key),
     }
-    for code, payload in cases.items():
+    for code, payload in [*cases.items(), ("invalid_signature", short),
+                          ("invalid_signature", fake_6492), ("invalid_signature", huge)]:
         r = httpx.post(paid_server.url + "/verify/schema", json=request(),
                        headers={"PAYMENT-SIGNATURE": encode(payload)}, timeout=60)
         assert_refused(r, code)
@@ -198,6 +206,55 @@ def test_bad_payments_are_refused_with_a_reason_and_move_nothing(paid_server, ch
                        headers={"PAYMENT-SIGNATURE": header})
         assert_refused(r, "payment_header_invalid")
     assert balances(chain) == before
+
+
+def test_a_facilitator_outage_burns_no_payment(start_server, chain, tmp_path):
+    # The facilitator cannot be reached: a retryable 503, and the claim is given back ...
+    from conftest import free_port
+    data = str(tmp_path / "data")
+    down = start_server(allowance=1, data_dir=data,
+                        env=server_env(chain, VERIFIER_FACILITATOR_URL=f"http://127.0.0.1:{free_port()}"))
+    spend_allowance(down)
+    header = pay_header(chain, demand(down).headers["payment-required"])
+    before = balances(chain)
+    r = httpx.post(down.url + "/verify/schema", json=request(), headers={"PAYMENT-SIGNATURE": header},
+                   timeout=60)
+    assert r.status_code == 503 and r.json()["code"] == "facilitator_unavailable", r.text
+    assert r.json()["retryable"] is True and int(r.headers["retry-after"]) > 0
+    down.stop()
+    # ... so the same payment, retried once the facilitator is back, buys exactly one answer.
+    up = start_server(allowance=1, data_dir=data, env=server_env(chain))
+    ok = httpx.post(up.url + "/verify/schema", json=request(), headers={"PAYMENT-SIGNATURE": header},
+                    timeout=60)
+    assert ok.status_code == 200, ok.text
+    after = balances(chain)
+    assert after[0] == before[0] - 20000 and after[1] == before[1] + 20000
+    again = httpx.post(up.url + "/verify/schema", json=request(), headers={"PAYMENT-SIGNATURE": header},
+                       timeout=60)
+    assert_refused(again, "payment_replayed")
+    assert balances(chain) == after
+
+
+def test_payments_the_facilitator_refuses_are_budgeted_per_client(paid_server, chain):
+    spend_allowance(paid_server)
+    required = decode(demand(paid_server).headers["payment-required"])
+    base = next(a for a in required["accepts"] if a["network"] == "eip155:8453")
+    # An unfunded wallet's honest signature passes every local check; the facilitator refuses it.
+    for _ in range(10):
+        r = httpx.post(paid_server.url + "/verify/schema", json=request(),
+                       headers={"PAYMENT-SIGNATURE": encode(eip3009(chain, base, key=chain.unfunded_key))},
+                       timeout=60)
+        assert_refused(r, "facilitator_rejected")
+    # Past the burst the client waits, without another facilitator call ...
+    started = time.monotonic()
+    r = httpx.post(paid_server.url + "/verify/schema", json=request(),
+                   headers={"PAYMENT-SIGNATURE": encode(eip3009(chain, base, key=chain.unfunded_key))})
+    assert r.status_code == 429 and r.json()["code"] == "too_many_requests", r.text
+    assert 0 < int(r.headers["retry-after"]) <= 30 and time.monotonic() - started < 1
+    # ... and so does a good payment of the same client (the budget is the client's).
+    good = pay_header(chain, demand(paid_server).headers["payment-required"])
+    r = httpx.post(paid_server.url + "/verify/schema", json=request(), headers={"PAYMENT-SIGNATURE": good})
+    assert r.status_code == 429
 
 
 def test_an_invalid_paid_request_is_refused_before_any_payment_step(paid_server, chain):

@@ -4,10 +4,14 @@
 
 use axum::extract::Request;
 use verifier_core::ClientAddr;
+use verifier_core::config::ServiceConfig;
 
-/// The caller's address, if the edge supplied one.
-pub fn client_address(req: &Request) -> Option<String> {
-    req.extensions().get::<ClientAddr>().map(|c| c.0.clone())
+/// The caller as the allowance and the pool count it (an IPv4 address, an IPv6 network), if
+/// the edge supplied its address.
+pub fn client_address(req: &Request, config: &ServiceConfig) -> Option<String> {
+    req.extensions()
+        .get::<ClientAddr>()
+        .map(|c| config.client_key(&c.0))
 }
 
 /// An address as API Gateway writes it (`sam local` adds a `/32` suffix): the bare IP.

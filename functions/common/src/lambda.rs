@@ -135,6 +135,10 @@ impl LambdaSettings {
             solana_fee_payer: var("VERIFIER_SOLANA_FEE_PAYER"),
             payment_timeout_seconds: defaults.payment_timeout_seconds,
             budgets: lambda_budgets(&defaults.budgets)?,
+            ipv6_prefix: u8::try_from(
+                number("VERIFIER_IPV6_PREFIX", u64::from(defaults.ipv6_prefix))?.clamp(16, 128),
+            )
+            .unwrap_or(defaults.ipv6_prefix),
         };
         Ok(LambdaSettings {
             table: required("VERIFIER_TABLE")?,
@@ -252,6 +256,7 @@ pub fn app(router: Router, services: &Arc<Services>) -> Router {
         })
         .layer(crate::cors::layer())
         .layer(middleware::from_fn(client_address))
+        .layer(middleware::map_response(respond::nosniff))
 }
 
 /// The public URL a request came through: `https://` + `requestContext.domainName`.
@@ -316,7 +321,26 @@ where
     .await
 }
 
-/// JSON logs with the Lambda runtime's subscriber (`AWS_LAMBDA_LOG_FORMAT`, `AWS_LAMBDA_LOG_LEVEL`).
+/// Logs as the Lambda runtime's default subscriber writes them (`AWS_LAMBDA_LOG_LEVEL` or
+/// `RUST_LOG`, `AWS_LAMBDA_LOG_FORMAT=JSON`), with rmcp held to warnings: at info it logs each
+/// request's method and protocol version, text the caller chose.
 pub fn init_tracing() {
-    lambda_http::tracing::init_default_subscriber();
+    let level = var("AWS_LAMBDA_LOG_LEVEL")
+        .or_else(|| var("RUST_LOG"))
+        .unwrap_or_else(|| "info".into());
+    let mut filter = tracing_subscriber::EnvFilter::try_new(level.to_lowercase())
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    if let Ok(quiet) = "rmcp=off".parse() {
+        filter = filter.add_directive(quiet);
+    }
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .without_time();
+    let json = var("AWS_LAMBDA_LOG_FORMAT").is_some_and(|f| f.eq_ignore_ascii_case("json"));
+    let _ = if json {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
 }

@@ -145,3 +145,13 @@ pub async fn method_not_allowed(
 ) -> Response {
     error(&ApiError::MethodNotAllowed, &s.config)
 }
+
+/// `X-Content-Type-Options: nosniff` on an answer (every answer of the service gets it, so no
+/// browser guesses a type the service did not declare).
+pub async fn nosniff(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}

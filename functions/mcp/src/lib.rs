@@ -4,6 +4,7 @@
 //! `get_verification_record` run the same calls as their REST twins, share the free
 //! allowance by client address, and are paid through the x402 tool-result binding.
 
+pub mod guard;
 mod reply;
 mod server;
 mod tools;
@@ -91,9 +92,8 @@ pub fn service(
     )
 }
 
-/// The function's router: `/mcp` (GET and DELETE answer 405, as a stateless server does).
-/// The body is read whole here first, so a body that is too large, cut off or malformed gets
-/// the common error shape (413/400) rather than the transport's 500.
+/// The function's router: `/mcp` behind its guard ([`guard`]): every answer in the service's
+/// shapes, none with the caller's text.
 pub fn router(services: Arc<Services>, access: &McpAccess) -> Router {
     let config = Arc::new(services.config.clone());
     Router::new()
@@ -101,28 +101,7 @@ pub fn router(services: Arc<Services>, access: &McpAccess) -> Router {
         .layer(axum::middleware::from_fn(
             move |req: axum::extract::Request, next: axum::middleware::Next| {
                 let config = config.clone();
-                async move { buffered(req, next, &config).await }
+                async move { guard::guard(req, next, &config).await }
             },
         ))
-}
-
-async fn buffered(
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-    config: &verifier_core::config::ServiceConfig,
-) -> axum::response::Response {
-    let (mut parts, body) = req.into_parts();
-    match function_common::body::read_body(&parts.headers, body, config).await {
-        Ok(bytes) => {
-            parts
-                .extensions
-                .insert(verifier_core::ReceivedBytes(bytes.len()));
-            next.run(axum::extract::Request::from_parts(
-                parts,
-                axum::body::Body::from(bytes),
-            ))
-            .await
-        }
-        Err(response) => response,
-    }
 }

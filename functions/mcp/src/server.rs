@@ -11,6 +11,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
 use std::sync::Arc;
+use verifier_core::config::ServiceConfig;
 use verifier_core::errors::ApiError;
 use verifier_core::payments::PaymentInput;
 use verifier_core::request::VerifyRequest;
@@ -36,12 +37,12 @@ impl VerifierMcp {
     }
 }
 
-/// The caller's address, as the edge put it on the HTTP request.
-fn client_of(ctx: &RequestContext<RoleServer>) -> Option<String> {
+/// The caller as the allowance counts it, from the address the edge put on the HTTP request.
+fn client_of(ctx: &RequestContext<RoleServer>, config: &ServiceConfig) -> Option<String> {
     ctx.extensions
         .get::<http::request::Parts>()
         .and_then(|p| p.extensions.get::<ClientAddr>())
-        .map(|c| c.0.clone())
+        .map(|c| config.client_key(&c.0))
 }
 
 /// The size of the request's body as received.
@@ -97,7 +98,7 @@ impl ServerHandler for VerifierMcp {
     ) -> Result<CallToolResponse, ErrorData> {
         let s = &self.services;
         let config = &s.config;
-        let Some(client) = client_of(&context) else {
+        let Some(client) = client_of(&context, config) else {
             tracing::error!("no client address on the MCP request; the edge must supply it");
             return Ok(error(&ApiError::Internal, config).into());
         };
@@ -147,7 +148,10 @@ impl ServerHandler for VerifierMcp {
                                 url: "mcp://tool/get_verification_record".into(),
                                 description: score::DESCRIPTION,
                             };
-                            tool_result(score::score(s, agent_id, &payment, res).await, config)
+                            tool_result(
+                                score::score(s, &client, agent_id, &payment, res).await,
+                                config,
+                            )
                         }
                     }
                 }

@@ -1,6 +1,7 @@
 //! The score function: the signed trust score `GET /score/{agent_id}` (paid when the agent
 //! has history) and the free history `GET /reputation/{agent_id}`.
 
+use axum::Extension;
 use axum::Router;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
@@ -10,6 +11,7 @@ use axum::routing::get;
 use function_common::reply;
 use function_common::respond::{self, PricePath, payment_input};
 use std::sync::Arc;
+use verifier_core::ClientAddr;
 use verifier_core::errors::ApiError;
 use verifier_core::service::score::{DESCRIPTION, reputation, score};
 use verifier_core::service::{Resource, Services};
@@ -45,17 +47,26 @@ async fn method_not_allowed(State(s): State<Arc<Services>>) -> Response {
 async fn score_handler(
     State(s): State<Arc<Services>>,
     path: Result<Path<String>, PathRejection>,
+    peer: Option<Extension<ClientAddr>>,
     headers: HeaderMap,
 ) -> Response {
     let Ok(Path(agent_id)) = path else {
         return respond::error(&bad_path(), &s.config);
     };
+    let Some(Extension(peer)) = peer else {
+        tracing::error!("no client address on the request; the edge must supply it");
+        return respond::error(&ApiError::Internal, &s.config);
+    };
+    let client = s.config.client_key(&peer.0);
     let resource = Resource {
         url: s.config.url("/score/{agent_id}"),
         description: DESCRIPTION,
     };
     let payment = payment_input(&headers);
-    reply(score(&s, &agent_id, &payment, resource).await, &s.config)
+    reply(
+        score(&s, &client, &agent_id, &payment, resource).await,
+        &s.config,
+    )
 }
 
 /// `GET /reputation/{agent_id}`.

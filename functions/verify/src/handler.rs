@@ -50,7 +50,7 @@ fn is_json(headers: &HeaderMap) -> bool {
 
 async fn handle(State(s): State<Arc<Services>>, req: Request, path: &'static str) -> Response {
     let config = &s.config;
-    let Some(client) = client_address(&req) else {
+    let Some(client) = client_address(&req, config) else {
         tracing::error!("no client address on the request; the edge must supply it");
         return respond::error(&ApiError::Internal, config);
     };

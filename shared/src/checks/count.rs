@@ -306,7 +306,7 @@ pub fn count_checks(
         root: schema,
         index,
         visits: 0,
-        stack: FxHashSet::default(),
+        stack: Active::default(),
         path: Vec::new(),
         want_blank,
         blank: Vec::new(),
@@ -316,6 +316,45 @@ pub fn count_checks(
     Counted {
         checks: walker.checks,
         blank_required: walker.blank,
+    }
+}
+
+type Pair = (*const Value, *const Value);
+
+/// The pairs a walk is inside of: a short list while the walk is shallow (the common case,
+/// cheapest to search), a hash set from the moment it gets deep (a deep output would make
+/// every step search a long list).
+#[derive(Default)]
+struct Active {
+    list: Vec<Pair>,
+    set: FxHashSet<Pair>,
+}
+
+impl Active {
+    const LIST_MAX: usize = 16;
+
+    /// Enter a pair; false when the walk is inside it already (a loop).
+    fn enter(&mut self, pair: Pair) -> bool {
+        if self.set.is_empty() {
+            if self.list.contains(&pair) {
+                return false;
+            }
+            if self.list.len() < Self::LIST_MAX {
+                self.list.push(pair);
+                return true;
+            }
+            self.set.extend(self.list.drain(..));
+        }
+        self.set.insert(pair)
+    }
+
+    /// Leave the pair entered last.
+    fn leave(&mut self, pair: &Pair) {
+        if self.set.is_empty() {
+            self.list.pop();
+        } else {
+            self.set.remove(pair);
+        }
     }
 }
 
@@ -329,7 +368,7 @@ struct Walker<'s, 'i> {
     index: &'s SchemaIndex,
     visits: usize,
     /// The (subschema, value) pairs being counted now: one met again is a loop.
-    stack: FxHashSet<(*const Value, *const Value)>,
+    stack: Active,
     path: Vec<Seg<'i>>,
     want_blank: bool,
     blank: Vec<Location>,
@@ -351,11 +390,11 @@ impl<'s, 'i> Walker<'s, 'i> {
             _ => return,
         };
         let key = (schema as *const Value, instance as *const Value);
-        if !self.stack.insert(key) {
+        if !self.stack.enter(key) {
             return;
         }
         self.object(map, instance);
-        self.stack.remove(&key);
+        self.stack.leave(&key);
     }
 
     fn reference(&mut self, reference: &Value, instance: &'i Value) {

@@ -432,8 +432,8 @@ impl<'s> Walk<'s, '_> {
         }
         let mut children = Acc::default();
         match inst {
-            Inst::Key(s) => self.string(&k, s, &mut own),
-            Inst::Value(Value::String(s)) => self.string(&k, s, &mut own),
+            Inst::Key(s) => self.string(k, s, &mut own),
+            Inst::Value(Value::String(s)) => self.string(k, s, &mut own),
             Inst::Value(Value::Number(_)) => {
                 own.errors += [
                     k.minimum,
@@ -447,10 +447,10 @@ impl<'s> Walk<'s, '_> {
                 .count() as u64;
             }
             Inst::Value(array @ Value::Array(items)) => {
-                self.array(&k, array, items, depth, &mut own, &mut children)?;
+                self.array(k, array, items, depth, &mut own, &mut children)?;
             }
             Inst::Value(Value::Object(obj)) => {
-                self.properties(&k, inst, obj, depth, &mut own, &mut in_place, &mut children)?;
+                self.properties(k, inst, obj, depth, &mut own, &mut in_place, &mut children)?;
             }
             Inst::Value(_) => {}
         }

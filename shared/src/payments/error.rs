@@ -20,6 +20,8 @@ pub enum PaymentError {
     AuthorizationExpired,
     #[error("the authorization is not valid yet")]
     AuthorizationNotYetValid,
+    #[error("the authorization stays valid longer than the offer's maxTimeoutSeconds")]
+    ValidityTooLong,
     #[error("the signature does not verify for the payer")]
     InvalidSignature,
     #[error("this payment was already used")]
@@ -30,6 +32,8 @@ pub enum PaymentError {
     SettlementFailed(String),
     #[error("the payment facilitator is unreachable")]
     FacilitatorUnavailable,
+    #[error("the facilitator refused too many of this client's payments lately")]
+    TooManyRefused { retry_after: u64 },
     #[error("this server is not configured to settle payments")]
     NotConfigured,
 }
@@ -79,9 +83,14 @@ pub const PAYMENT_ERROR_CODES: &[(&str, u16, &str)] = &[
         "validAfter is in the future.",
     ),
     (
+        "authorization_validity_too_long",
+        402,
+        "validBefore is further in the future than the offer's maxTimeoutSeconds plus 120 seconds of clock skew.",
+    ),
+    (
         "invalid_signature",
         402,
-        "The EIP-712 signature does not recover to `from` (or has high s / bad v), or a Solana signature does not verify.",
+        "The signature has no form the exact-EVM scheme admits (65-byte ECDSA that recovers to `from` with low s and v 27/28; an ERC-1271 signature of 66 to 4096 bytes; a well-formed ERC-6492 wrapper), or a Solana signature does not verify.",
     ),
     (
         "payment_replayed",
@@ -117,11 +126,13 @@ impl PaymentError {
             PaymentError::AmountMismatch => "amount_mismatch",
             PaymentError::AuthorizationExpired => "authorization_expired",
             PaymentError::AuthorizationNotYetValid => "authorization_not_yet_valid",
+            PaymentError::ValidityTooLong => "authorization_validity_too_long",
             PaymentError::InvalidSignature => "invalid_signature",
             PaymentError::Replayed => "payment_replayed",
             PaymentError::Rejected(_) => "facilitator_rejected",
             PaymentError::SettlementFailed(_) => "settlement_failed",
             PaymentError::FacilitatorUnavailable => "facilitator_unavailable",
+            PaymentError::TooManyRefused { .. } => "too_many_requests",
             PaymentError::NotConfigured => "payment_settlement_unavailable",
         }
     }
@@ -136,7 +147,10 @@ impl PaymentError {
 
     /// Whether the same payment may succeed later (only when the facilitator was unreachable).
     pub fn retryable(&self) -> bool {
-        matches!(self, PaymentError::FacilitatorUnavailable)
+        matches!(
+            self,
+            PaymentError::FacilitatorUnavailable | PaymentError::TooManyRefused { .. }
+        )
     }
 
     /// What the payer should do.
@@ -152,7 +166,9 @@ impl PaymentError {
             PaymentError::RecipientMismatch | PaymentError::AmountMismatch => {
                 "Sign an authorization for exactly the offered payTo and amount."
             }
-            PaymentError::AuthorizationExpired | PaymentError::AuthorizationNotYetValid => {
+            PaymentError::AuthorizationExpired
+            | PaymentError::AuthorizationNotYetValid
+            | PaymentError::ValidityTooLong => {
                 "Sign a fresh authorization valid from now for maxTimeoutSeconds."
             }
             PaymentError::InvalidSignature => "Sign the authorization with the payer's key.",
@@ -164,6 +180,9 @@ impl PaymentError {
                 "Nothing was delivered; pay again with a new authorization."
             }
             PaymentError::FacilitatorUnavailable => "Retry the same request shortly.",
+            PaymentError::TooManyRefused { .. } => {
+                "Fix why the facilitator refuses your payments (see its last reason), then retry after Retry-After."
+            }
             PaymentError::NotConfigured => {
                 "Use the free allowance, or a server that settles payments."
             }
@@ -206,6 +225,7 @@ mod tests {
             PaymentError::AmountMismatch,
             PaymentError::AuthorizationExpired,
             PaymentError::AuthorizationNotYetValid,
+            PaymentError::ValidityTooLong,
             PaymentError::InvalidSignature,
             PaymentError::Replayed,
             PaymentError::Rejected("x".into()),
@@ -220,6 +240,11 @@ mod tests {
             crate::errors::ERROR_CODES
                 .iter()
                 .any(|(c, _, _)| *c == PaymentError::FacilitatorUnavailable.code())
+        );
+        assert!(
+            crate::errors::ERROR_CODES
+                .iter()
+                .any(|(c, _, _)| *c == PaymentError::TooManyRefused { retry_after: 1 }.code())
         );
         assert_eq!(
             sanitize_reason("Insufficient funds!"),

@@ -1,6 +1,18 @@
 //! Local checks of an `exact` EVM payment (EIP-3009 `transferWithAuthorization`), done before
-//! the facilitator is asked: recipient, exact amount, validity window, and the EIP-712
-//! signature recovered to the payer with low `s` and `v` in {27, 28}, as USDC requires.
+//! the facilitator is asked: recipient, exact amount, validity window (not longer than the
+//! offer's `maxTimeoutSeconds`), and the signature in one of the forms x402's exact-EVM scheme
+//! admits:
+//!
+//! - 65 bytes: an ECDSA signature (an externally owned account), recovered here to the payer
+//!   with low `s` and `v` in {27, 28}, as USDC requires;
+//! - ERC-6492 (ends with the 32-byte magic suffix): a not-yet-deployed smart wallet's signature,
+//!   `abi.encode(factory, factoryCalldata, innerSignature)`; its structure is decoded here,
+//!   the wallet's own check needs the chain and is the facilitator's;
+//! - any other length from 66 bytes up to [`MAX_SIGNATURE_BYTES`]: an ERC-1271 smart-wallet
+//!   signature (a multisig's concatenated signatures, a passkey wallet's encoded assertion),
+//!   which only the wallet contract can check, so the facilitator's simulation does.
+//!
+//! Shorter signatures, longer ones and malformed ERC-6492 wrappers never reach the facilitator.
 
 use super::error::PaymentError;
 use super::types::{PaymentPayload, PaymentRequirements};
@@ -30,6 +42,32 @@ const HALF_ORDER: U256 = U256::from_be_slice(&[
 /// Seconds a payment must stay valid beyond now (block time), as the reference facilitators use.
 const VALIDITY_BUFFER: u64 = 6;
 
+/// Seconds a payer's clock may run ahead of ours: `validBefore` may be up to
+/// `maxTimeoutSeconds` plus this much in the future (the x402 clients sign
+/// `validBefore = now + maxTimeoutSeconds`).
+pub const CLOCK_SKEW_SECONDS: u64 = 120;
+
+/// The longest signature accepted (bytes): ERC-6492 wrappers of passkey smart wallets are a
+/// few hundred bytes to about 2 KB; anything longer is refused before any network call.
+pub const MAX_SIGNATURE_BYTES: usize = 4096;
+
+/// ERC-6492's suffix marking a wrapped signature of a counterfactual (undeployed) wallet.
+const ERC6492_MAGIC: [u8; 32] = [
+    0x64, 0x92, 0x64, 0x92, 0x64, 0x92, 0x64, 0x92, 0x64, 0x92, 0x64, 0x92, 0x64, 0x92, 0x64, 0x92,
+    0x64, 0x92, 0x64, 0x92, 0x64, 0x92, 0x64, 0x92, 0x64, 0x92, 0x64, 0x92, 0x64, 0x92, 0x64, 0x92,
+];
+
+/// How a payment's signature is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignatureForm {
+    /// 65-byte ECDSA, recovered to the payer here.
+    Ecdsa,
+    /// An ERC-1271 smart-wallet signature: only the chain can check it.
+    SmartWallet,
+    /// An ERC-6492-wrapped signature of an undeployed wallet, decoded here.
+    Erc6492,
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Authorization {
@@ -54,8 +92,32 @@ pub struct CheckedEvm {
     pub payer: String,
     /// The authorization nonce, lowercase hex with `0x`.
     pub nonce: String,
-    /// Unix seconds after which the authorization is worthless.
+    /// Unix seconds after which the authorization is worthless (at most `maxTimeoutSeconds`
+    /// plus the clock skew from now).
     pub valid_before: u64,
+    /// The signature's form.
+    pub signature_form: SignatureForm,
+}
+
+/// Which form `signature` has, refusing what no form admits.
+fn signature_form(signature: &[u8]) -> Result<SignatureForm, PaymentError> {
+    if signature.len() > MAX_SIGNATURE_BYTES || signature.len() < 65 {
+        return Err(PaymentError::InvalidSignature);
+    }
+    if signature.len() == 65 {
+        return Ok(SignatureForm::Ecdsa);
+    }
+    let Some(wrapped) = signature.strip_suffix(&ERC6492_MAGIC) else {
+        return Ok(SignatureForm::SmartWallet);
+    };
+    use alloy_sol_types::SolValue;
+    type Wrapper = (Address, alloy_primitives::Bytes, alloy_primitives::Bytes);
+    let (factory, calldata, inner) =
+        Wrapper::abi_decode_params(wrapped).map_err(|_| PaymentError::InvalidSignature)?;
+    if factory == Address::ZERO || calldata.is_empty() || inner.len() < 65 {
+        return Err(PaymentError::InvalidSignature);
+    }
+    Ok(SignatureForm::Erc6492)
 }
 
 fn uint(text: &str) -> Result<U256, PaymentError> {
@@ -116,6 +178,12 @@ pub fn check(
     if valid_before < U256::from(now.saturating_add(VALIDITY_BUFFER)) {
         return Err(PaymentError::AuthorizationExpired);
     }
+    let latest = now
+        .saturating_add(req.max_timeout_seconds)
+        .saturating_add(CLOCK_SKEW_SECONDS);
+    if valid_before > U256::from(latest) {
+        return Err(PaymentError::ValidityTooLong);
+    }
     if valid_after > U256::from(now) {
         return Err(PaymentError::AuthorizationNotYetValid);
     }
@@ -123,9 +191,8 @@ pub fn check(
 
     let signature = alloy_primitives::hex::decode(&payload.signature)
         .map_err(|_| PaymentError::InvalidSignature)?;
-    // Longer signatures are smart-wallet (EIP-1271 / ERC-6492) signatures: only the chain can
-    // check them, so the facilitator's simulation does.
-    if signature.len() == 65 {
+    let form = signature_form(&signature)?;
+    if form == SignatureForm::Ecdsa {
         if !matches!(signature[64], 27 | 28) {
             return Err(PaymentError::InvalidSignature);
         }
@@ -149,13 +216,12 @@ pub fn check(
         if signer != from {
             return Err(PaymentError::InvalidSignature);
         }
-    } else if signature.len() < 65 {
-        return Err(PaymentError::InvalidSignature);
     }
     Ok(CheckedEvm {
         payer: format!("{from:#x}"),
         nonce: format!("{nonce:#x}"),
         valid_before: u64::try_from(valid_before).unwrap_or(u64::MAX),
+        signature_form: form,
     })
 }
 
@@ -201,7 +267,7 @@ mod tests {
     #[test]
     fn the_reference_vector_recovers_its_payer() {
         let (payment, req) = vector();
-        let now = 1_800_000_000;
+        let now = 1_899_999_950;
         let checked = check(&payment, &req, now).expect("valid");
         assert_eq!(checked.payer, "0x70997970c51812dc3a010c7d01b50e0d17dc79c8");
         assert_eq!(checked.valid_before, 1_900_000_000);
@@ -222,7 +288,7 @@ mod tests {
     #[test]
     fn tampering_is_caught_locally() {
         let (payment, req) = vector();
-        let now = 1_800_000_000;
+        let now = 1_899_999_950;
         let with = |path: &str, value: serde_json::Value| {
             let mut p = payment.clone();
             if let Some(slot) = p.payload.pointer_mut(path) {
@@ -243,11 +309,11 @@ mod tests {
                 PaymentError::RecipientMismatch,
             ),
             (
-                with("/authorization/validBefore", json!("1800000003")),
+                with("/authorization/validBefore", json!("1899999953")),
                 PaymentError::AuthorizationExpired,
             ),
             (
-                with("/authorization/validAfter", json!("1800000100")),
+                with("/authorization/validAfter", json!("1899999990")),
                 PaymentError::AuthorizationNotYetValid,
             ),
             (
@@ -288,5 +354,79 @@ mod tests {
             json!(format!("0x{}", alloy_primitives::hex::encode(&twin))),
         );
         assert_eq!(check(&bad, &req, now), Err(PaymentError::InvalidSignature));
+    }
+
+    #[test]
+    fn validity_longer_than_the_offer_is_refused_locally() {
+        let (payment, req) = vector();
+        // validBefore 1_900_000_000: fine 60 + 120 seconds before it, too far one second earlier.
+        assert!(check(&payment, &req, 1_900_000_000 - 180).is_ok());
+        assert_eq!(
+            check(&payment, &req, 1_900_000_000 - 181),
+            Err(PaymentError::ValidityTooLong)
+        );
+        let mut forever = payment.clone();
+        forever.payload["authorization"]["validBefore"] = json!(U256::MAX.to_string());
+        assert_eq!(
+            check(&forever, &req, 1_899_999_950),
+            Err(PaymentError::ValidityTooLong)
+        );
+    }
+
+    /// A valid ERC-6492 wrapper around `inner`.
+    fn erc6492(inner: &[u8]) -> Vec<u8> {
+        use alloy_sol_types::SolValue;
+        let factory = Address::repeat_byte(0xfa);
+        let calldata = alloy_primitives::Bytes::from(vec![0x5f; 68]);
+        let mut out = (
+            factory,
+            calldata,
+            alloy_primitives::Bytes::from(inner.to_vec()),
+        )
+            .abi_encode_params();
+        out.extend_from_slice(&ERC6492_MAGIC);
+        out
+    }
+
+    #[test]
+    fn signature_forms_follow_the_exact_evm_scheme() {
+        assert_eq!(signature_form(&[1; 65]), Ok(SignatureForm::Ecdsa));
+        assert_eq!(
+            signature_form(&[1; 64]),
+            Err(PaymentError::InvalidSignature)
+        );
+        assert_eq!(signature_form(&[]), Err(PaymentError::InvalidSignature));
+        // A multisig's two concatenated signatures, a passkey wallet's assertion: ERC-1271.
+        assert_eq!(signature_form(&[1; 130]), Ok(SignatureForm::SmartWallet));
+        assert_eq!(signature_form(&[1; 700]), Ok(SignatureForm::SmartWallet));
+        assert_eq!(
+            signature_form(&vec![1; MAX_SIGNATURE_BYTES + 1]),
+            Err(PaymentError::InvalidSignature)
+        );
+        assert_eq!(
+            signature_form(&erc6492(&[7; 65])),
+            Ok(SignatureForm::Erc6492)
+        );
+        assert_eq!(
+            signature_form(&erc6492(&[7; 300])),
+            Ok(SignatureForm::Erc6492)
+        );
+        // The magic suffix on junk, or around an empty signature, is refused.
+        let mut junk = vec![0xab; 200];
+        junk.extend_from_slice(&ERC6492_MAGIC);
+        assert_eq!(signature_form(&junk), Err(PaymentError::InvalidSignature));
+        assert_eq!(
+            signature_form(&erc6492(&[])),
+            Err(PaymentError::InvalidSignature)
+        );
+        // A long signature passes the local checks (the facilitator checks it on chain).
+        let (payment, req) = vector();
+        let mut wallet = payment.clone();
+        wallet.payload["signature"] = json!(format!(
+            "0x{}",
+            alloy_primitives::hex::encode(erc6492(&[7; 65]))
+        ));
+        let checked = check(&wallet, &req, 1_899_999_950).expect("structurally valid");
+        assert_eq!(checked.signature_form, SignatureForm::Erc6492);
     }
 }

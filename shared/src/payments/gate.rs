@@ -5,6 +5,7 @@
 use super::error::{PaymentError, sanitize_reason};
 use super::facilitator::{Facilitator, FacilitatorError};
 use super::offer;
+use super::refusals::RefusalBudget;
 use super::types::{PaymentPayload, PaymentRequirements, SettlementResponse};
 use super::{evm, svm};
 use crate::config::{SOLANA_NETWORK, ServiceConfig};
@@ -13,6 +14,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
 use serde_json::Value;
 use std::sync::RwLock;
+use std::time::Instant;
 
 /// How long a Solana payment's identity is kept: its blockhash expires within ~2 minutes.
 const SOLANA_REPLAY_SECONDS: i64 = 600;
@@ -87,6 +89,8 @@ pub struct PaymentGate {
     facilitator: Option<Facilitator>,
     /// The Solana fee payer: configured, or read from the facilitator's `/supported`.
     fee_payer: RwLock<Option<String>>,
+    /// How many of each client's payments the facilitator refused lately.
+    refusals: RefusalBudget,
 }
 
 /// Whether `accepted` is the offered requirement: the six core fields equal, and every
@@ -152,6 +156,7 @@ impl PaymentGate {
         PaymentGate {
             facilitator,
             fee_payer: RwLock::new(fee_payer),
+            refusals: RefusalBudget::default(),
         }
     }
 
@@ -239,16 +244,22 @@ impl PaymentGate {
         })
     }
 
-    /// Claim a checked payment once (replay guard), then have the facilitator verify it.
+    /// Claim a checked payment once (replay guard), then have the facilitator verify it. A
+    /// `client` whose payments the facilitator refused too often lately waits first (see
+    /// [`RefusalBudget`]), before any store or network call.
     pub async fn authorize(
         &self,
         store: &dyn Store,
         checked: &Checked,
+        client: &str,
     ) -> Result<Authorized, PaymentError> {
         let facilitator = self
             .facilitator
             .as_ref()
             .ok_or(PaymentError::NotConfigured)?;
+        if let Some(retry_after) = self.refusals.wait(client, Instant::now()) {
+            return Err(PaymentError::TooManyRefused { retry_after });
+        }
         let first = store
             .claim_payment(&checked.replay_key, checked.keep_until)
             .await
@@ -271,6 +282,7 @@ impl PaymentGate {
             }
         };
         if !verdict.is_valid {
+            self.refusals.refused(client, Instant::now());
             let reason = verdict.invalid_reason.as_deref().unwrap_or("invalid");
             return Err(PaymentError::Rejected(sanitize_reason(reason)));
         }

@@ -8,6 +8,7 @@ pub mod evm;
 pub mod facilitator;
 pub mod gate;
 pub mod offer;
+pub mod refusals;
 pub mod svm;
 pub mod types;
 

@@ -65,6 +65,7 @@ pub fn precheck(
 /// can send the same payment again: nothing was settled.
 pub async fn charge<F, Fut>(
     s: &Services,
+    client: &str,
     checked: &Checked,
     amount: u64,
     res: &Resource,
@@ -75,10 +76,17 @@ where
     F: FnOnce() -> Fut,
     Fut: Future<Output = Result<(Vec<u8>, Option<Outcome>), ApiError>>,
 {
-    let authorized = match s.payments.authorize(s.store.as_ref(), checked).await {
+    let authorized = match s
+        .payments
+        .authorize(s.store.as_ref(), checked, client)
+        .await
+    {
         Ok(a) => a,
         Err(PaymentError::FacilitatorUnavailable) => {
             return Reply::Error(ApiError::FacilitatorUnavailable { retry_after: 2 });
+        }
+        Err(PaymentError::TooManyRefused { retry_after }) => {
+            return Reply::Error(ApiError::TooManyRequests { retry_after });
         }
         Err(e) => return demand(s, amount, res, Some(e), None, free_trial),
     };

@@ -128,7 +128,13 @@ fn signed_score(s: &Services, agent_id: &str, history: &AgentHistory) -> Result<
 }
 
 /// Run a score lookup.
-pub async fn score(s: &Services, agent_id: &str, payment: &PaymentInput, res: Resource) -> Reply {
+pub async fn score(
+    s: &Services,
+    client: &str,
+    agent_id: &str,
+    payment: &PaymentInput,
+    res: Resource,
+) -> Reply {
     if let Err(e) = check_agent_id(agent_id) {
         return Reply::Error(e);
     }
@@ -158,7 +164,7 @@ pub async fn score(s: &Services, agent_id: &str, payment: &PaymentInput, res: Re
         Ok(c) => c,
         Err(demand) => return *demand,
     };
-    charge(s, &checked, price, &res, None, || async {
+    charge(s, client, &checked, price, &res, None, || async {
         Ok((signed_score(s, agent_id, &history)?, None))
     })
     .await

@@ -250,6 +250,7 @@ async fn paid<'s>(
     };
     charge(
         s,
+        call.client,
         &checked,
         price_units,
         &call.resource,

@@ -81,6 +81,36 @@ pub struct EmbeddedStore {
     jobs: mpsc::Sender<Job>,
 }
 
+/// Create a directory (and its parents) readable by its owner only (mode 0700 on Unix); an
+/// existing one that others can read is made owner-only too.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)?;
+    make_private(dir)
+}
+
+/// Make a file or directory the owner's only (0600 for a file, 0700 for a directory, on Unix);
+/// a no-op when it is already.
+pub fn make_private(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let meta = std::fs::metadata(path)?;
+        let mode = meta.permissions().mode() & 0o777;
+        let wanted = if meta.is_dir() { 0o700 } else { 0o600 };
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(wanted))?;
+        }
+    }
+    Ok(())
+}
+
 fn backend<E: std::fmt::Display>(e: E) -> StoreError {
     StoreError::Backend(e.to_string())
 }
@@ -102,13 +132,16 @@ impl EmbeddedStore {
 
     /// Open (or create) the store with a durability mode.
     pub fn open_with(dir: &Path, durability: Durability) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(dir).map_err(backend)?;
+        create_private_dir(dir).map_err(backend)?;
+        let file = dir.join("verifier.redb");
         let db = Arc::new(
             Database::builder()
                 .set_cache_size(CACHE_BYTES)
-                .create(dir.join("verifier.redb"))
+                .create(&file)
                 .map_err(backend)?,
         );
+        // Client addresses and agents' histories: the owner's only.
+        make_private(&file).map_err(backend)?;
         {
             let txn = db.begin_write().map_err(backend)?;
             txn.open_table(ALLOWANCE).map_err(backend)?;

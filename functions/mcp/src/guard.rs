@@ -1,0 +1,305 @@
+//! `/mcp` speaks only in the service's own shapes, and never with the caller's text.
+//!
+//! Before rmcp sees a request: the body is read whole (413/400 in the error shape), and a body
+//! that is not one JSON-RPC message gets its JSON-RPC error here — `-32700` for invalid JSON,
+//! `-32600` for a batch, a missing or wrong `jsonrpc`, a method that is not a string, or an `id`
+//! that is null, fractional, beyond 64 bits or longer than [`MAX_ID_CHARS`]. After rmcp: an
+//! HTTP-level refusal (400, 403, 405, 406, 415: rmcp answers those in plain text, some quoting
+//! the caller's header) becomes the error shape with `Content-Type: application/json`, and a
+//! JSON-RPC error keeps its code and id but gets the standard message for its code and no `data`
+//! — except MCP's unsupported-protocol-version error, whose `data` the spec requires: it keeps
+//! the server's own `supported` list and the `requested` version only when that is a plain
+//! version token (see [`version_token`]).
+
+use axum::body::{Body, to_bytes};
+use axum::extract::Request;
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use function_common::respond;
+use serde_json::{Value, json};
+use verifier_core::config::ServiceConfig;
+use verifier_core::errors::ApiError;
+
+/// Longest string `id` answered (a JSON-RPC answer repeats the id).
+pub const MAX_ID_CHARS: usize = 128;
+
+/// Largest answer of rmcp read back to be checked (tool results are a few kilobytes).
+const MAX_ANSWER_BYTES: usize = 4 << 20;
+
+/// The standard message of a JSON-RPC error code (never the caller's text).
+pub fn standard_message(code: i64) -> &'static str {
+    match code {
+        -32700 => "Parse error: the body is not valid JSON",
+        -32600 => "Invalid Request: send one JSON-RPC 2.0 request object (no batches)",
+        -32601 => "Method not found",
+        -32602 => "Invalid params",
+        -32603 => "Internal error",
+        -32002 => "Resource not found",
+        -32020 => "The MCP-Protocol-Version header does not match the request",
+        -32021 => "Missing required client capability",
+        -32022 => "Unsupported protocol version",
+        _ => "Request failed",
+    }
+}
+
+/// A JSON-RPC error answer.
+fn rpc_error(status: StatusCode, id: Value, code: i64) -> Response {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": code, "message": standard_message(code)},
+    });
+    respond::json(
+        status,
+        serde_json::to_vec(&body).unwrap_or_default(),
+        respond::PricePath::NotCharged,
+    )
+}
+
+/// Whether an `id` may be answered as sent: a string of at most [`MAX_ID_CHARS`] characters or
+/// an integer within 64 bits (a notification has none).
+fn valid_id(id: &Value) -> bool {
+    match id {
+        Value::String(s) => s.chars().count() <= MAX_ID_CHARS,
+        Value::Number(n) => n.is_i64() || n.is_u64(),
+        _ => false,
+    }
+}
+
+/// The refusal of a body that is not one well-formed JSON-RPC message, if it is not.
+fn refuse_message(bytes: &[u8]) -> Option<Response> {
+    let Ok(message) = serde_json::from_slice::<Value>(bytes) else {
+        return Some(rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32700));
+    };
+    let Value::Object(map) = &message else {
+        return Some(rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32600));
+    };
+    let id = map.get("id");
+    let id_ok = id.is_none_or(valid_id);
+    let well_formed = map.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+        && (map.get("method").is_some_and(Value::is_string)
+            || map.contains_key("result")
+            || map.contains_key("error"));
+    if !id_ok || !well_formed {
+        let echo = id.filter(|v| valid_id(v)).cloned().unwrap_or(Value::Null);
+        return Some(rpc_error(StatusCode::BAD_REQUEST, echo, -32600));
+    }
+    None
+}
+
+/// The error shape for an HTTP-level refusal of rmcp's.
+fn refusal_of(status: StatusCode) -> ApiError {
+    match status.as_u16() {
+        400 => ApiError::BadRequest,
+        403 => ApiError::Forbidden,
+        404 => ApiError::NotFound,
+        405 => ApiError::MethodNotAllowed,
+        406 => ApiError::NotAcceptable,
+        413 => ApiError::BodyTooLarge { limit: 0 },
+        415 => ApiError::UnsupportedMediaType,
+        _ => ApiError::Internal,
+    }
+}
+
+/// A JSON-RPC error answer of rmcp's with the standard message for its code and no `data`;
+/// `None` when the answer is not a JSON-RPC error.
+fn standard_error(bytes: &[u8]) -> Option<Vec<u8>> {
+    // Tool results (most answers) are left alone without being parsed.
+    if !bytes.windows(7).any(|w| w == b"\"error\"") {
+        return None;
+    }
+    let mut answer: Value = serde_json::from_slice(bytes).ok()?;
+    let error = answer.get_mut("error")?.as_object_mut()?;
+    let code = error.get("code").and_then(Value::as_i64).unwrap_or(-32603);
+    error.insert("message".into(), standard_message(code).into());
+    let data = error.remove("data");
+    if code == UNSUPPORTED_PROTOCOL_VERSION {
+        error.insert("data".into(), version_data(data.as_ref()));
+    }
+    serde_json::to_vec(&answer).ok()
+}
+
+/// MCP's "unsupported protocol version" error code.
+const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// Whether `text` is a plain version token (`2025-11-25`, `draft-1.0`): 1 to 32 characters of
+/// ASCII letters, digits, `.`, `-` and `_`. Only such a requested version is repeated.
+pub fn version_token(text: &str) -> bool {
+    (1..=32).contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+}
+
+/// The `data` of an unsupported-version error: the versions rmcp supports and the requested
+/// one when it is a [`version_token`].
+fn version_data(data: Option<&Value>) -> Value {
+    let tokens = |v: Option<&Value>| -> Vec<Value> {
+        v.and_then(Value::as_array)
+            .map(|list| {
+                list.iter()
+                    .filter(|x| x.as_str().is_some_and(version_token))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let supported = tokens(data.and_then(|d| d.get("supported")));
+    let mut out = serde_json::Map::new();
+    if let Some(requested) = data
+        .and_then(|d| d.get("requested"))
+        .and_then(Value::as_str)
+        .filter(|r| version_token(r))
+    {
+        out.insert("requested".into(), requested.into());
+    }
+    out.insert("supported".into(), supported.into());
+    Value::Object(out)
+}
+
+/// The guard around rmcp's service.
+pub async fn guard(req: Request, next: Next, config: &ServiceConfig) -> Response {
+    if req.method() != axum::http::Method::POST {
+        return allow_post(respond::error(&ApiError::MethodNotAllowed, config));
+    }
+    let (mut parts, body) = req.into_parts();
+    let bytes = match function_common::body::read_body(&parts.headers, body, config).await {
+        Ok(bytes) => bytes,
+        Err(response) => return response,
+    };
+    let json_body = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| {
+            ct.split(';')
+                .next()
+                .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+        });
+    if !json_body {
+        return respond::error(&ApiError::UnsupportedMediaType, config);
+    }
+    if let Some(refused) = refuse_message(&bytes) {
+        return refused;
+    }
+    parts
+        .extensions
+        .insert(verifier_core::ReceivedBytes(bytes.len()));
+    let answer = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    restate(answer, config).await
+}
+
+/// rmcp's answer, in our shapes.
+async fn restate(answer: Response, config: &ServiceConfig) -> Response {
+    let status = answer.status();
+    let is_json = answer
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/json"));
+    if !status.is_success() && !is_json {
+        let error = refusal_of(status);
+        let response = respond::error(&error, config);
+        return if error == ApiError::MethodNotAllowed {
+            allow_post(response)
+        } else {
+            response
+        };
+    }
+    if !is_json {
+        return answer;
+    }
+    let (parts, body) = answer.into_parts();
+    let Ok(bytes) = to_bytes(body, MAX_ANSWER_BYTES).await else {
+        return respond::error(&ApiError::Internal, config);
+    };
+    match standard_error(&bytes) {
+        Some(restated) => {
+            let mut response = Response::from_parts(parts, Body::from(restated));
+            response.headers_mut().remove(header::CONTENT_LENGTH);
+            response
+        }
+        None => Response::from_parts(parts, Body::from(bytes)),
+    }
+}
+
+fn allow_post(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::ALLOW, axum::http::HeaderValue::from_static("POST"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code_of(r: &Response) -> u16 {
+        r.status().as_u16()
+    }
+
+    #[test]
+    fn bodies_that_are_not_one_json_rpc_message_are_refused_without_their_text() {
+        for (body, status) in [
+            (&b"{not json"[..], 400),
+            (b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", 400),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}",
+                400,
+            ),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":1267650600228229401496703205376,\"method\":\"ping\"}",
+                400,
+            ),
+            (b"{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}", 400),
+            (b"{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}", 400),
+            (b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":7}", 400),
+        ] {
+            let r = refuse_message(body).expect("refused");
+            assert_eq!(code_of(&r), status);
+        }
+        let long_id = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":\"{}\",\"method\":\"ping\"}}",
+            "x".repeat(200)
+        );
+        assert!(refuse_message(long_id.as_bytes()).is_some());
+        for ok in [
+            &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}"[..],
+            b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"tools/list\"}",
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
+        ] {
+            assert!(refuse_message(ok).is_none());
+        }
+    }
+
+    #[test]
+    fn the_unsupported_version_error_keeps_its_data_but_only_plain_tokens() {
+        let rmcp = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"x","data":{"requested":"1999-01-01","supported":["2026-07-28"]}}}"#;
+        let out: Value =
+            serde_json::from_slice(&standard_error(rmcp).expect("error")).expect("json");
+        assert_eq!(
+            out["error"]["data"],
+            json!({"requested": "1999-01-01", "supported": ["2026-07-28"]})
+        );
+        let marked = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"x","data":{"requested":"<b>ECHO</b>","supported":["2026-07-28"]}}}"#;
+        let out: Value =
+            serde_json::from_slice(&standard_error(marked).expect("error")).expect("json");
+        assert_eq!(out["error"]["data"], json!({"supported": ["2026-07-28"]}));
+        assert_eq!(out["error"]["message"], "Unsupported protocol version");
+    }
+
+    #[test]
+    fn rpc_errors_keep_their_code_and_id_but_not_the_callers_text() {
+        let rmcp = br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"<b>ECHO</b>","data":{"x":"<b>"}}}"#;
+        let restated: Value =
+            serde_json::from_slice(&standard_error(rmcp).expect("an error")).expect("json");
+        assert_eq!(
+            restated,
+            json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32601, "message": "Method not found"}})
+        );
+        assert!(standard_error(br#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#).is_none());
+    }
+}
