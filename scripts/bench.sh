@@ -38,6 +38,8 @@
 #   WARMUP     warm-up duration before each variant (default 2s)
 #   DOW        "0" skips the denial-of-wallet benchmark (default 1)
 #   DOW_SECS   its duration per phase in seconds (default 15); DOW_RATE its legitimate rate (200/s)
+#   BENCH_BIN  the verifier binary to measure (default target/release/verifier), e.g. an older
+#              build, to compare two versions side by side in one session
 #
 # Usage: scripts/bench.sh            (about 2 x 3 x DURATION plus a few seconds)
 set -euo pipefail
@@ -64,7 +66,7 @@ for tool in curl python3; do
 done
 
 cargo build --release --locked -p verifier --bin verifier --example dow
-bin=$PWD/target/release/verifier
+bin=${BENCH_BIN:-$PWD/target/release/verifier}
 
 work=$(mktemp -d)
 pid=""

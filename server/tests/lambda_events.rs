@@ -21,9 +21,14 @@ fn events_dir() -> std::path::PathBuf {
 }
 
 fn services(dir: &Path) -> Arc<Services> {
+    services_with(dir, ServiceConfig::default().free_per_day)
+}
+
+fn services_with(dir: &Path, free_per_day: u64) -> Arc<Services> {
     let config = ServiceConfig {
         public_url: PUBLIC_URL.into(),
         pay_to_base: Some("0x1111111111111111111111111111111111111111".into()),
+        free_per_day,
         ..ServiceConfig::default()
     };
     Arc::new(Services {
@@ -191,4 +196,34 @@ fn every_event_file_is_in_the_manifest() {
             );
         }
     }
+}
+
+/// The allowance follows API Gateway's `sourceIp`: an IPv6 caller is its /64, so new addresses
+/// in one /64 share one allowance while another /64 has its own; an IPv4 caller is its address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_allowance_is_per_ipv4_address_and_per_ipv6_network() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = services_with(dir.path(), 1);
+    let app = function_app("verify", &s);
+    let text =
+        std::fs::read_to_string(events_dir().join("verify-schema-pass.json")).expect("event");
+    let status_from = |ip: &'static str| {
+        let app = app.clone();
+        let mut event: Value = serde_json::from_str(&text).expect("event JSON");
+        event["requestContext"]["http"]["sourceIp"] = ip.into();
+        async move {
+            let request = lambda_http::request::from_str(&event.to_string()).expect("event");
+            app.oneshot(request.map(axum::body::Body::new))
+                .await
+                .expect("infallible router")
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(status_from("2001:db8:1:2::1").await, 200);
+    assert_eq!(status_from("2001:db8:1:2:ffff:1234:5678:9abc").await, 402);
+    assert_eq!(status_from("2001:db8:1:3::1").await, 200);
+    assert_eq!(status_from("198.51.100.7").await, 200);
+    assert_eq!(status_from("::ffff:198.51.100.7").await, 402);
+    assert_eq!(status_from("198.51.100.8").await, 200);
 }

@@ -37,6 +37,9 @@ pub enum ApiError {
     /// 400: an MCP request whose HTTP framing (headers) is not valid.
     #[error("bad request")]
     BadRequest,
+    /// 409: an x402 payment identifier already answered another payment or request.
+    #[error("payment identifier conflict")]
+    PaymentIdConflict,
     /// 503: the store is briefly unavailable.
     #[error("store unavailable")]
     StoreUnavailable { retry_after: u64 },
@@ -110,6 +113,11 @@ pub const ERROR_CODES: &[(&str, u16, &str)] = &[
         "The MCP request's headers are not valid (for example an unsupported MCP-Protocol-Version).",
     ),
     (
+        "payment_identifier_conflict",
+        409,
+        "The x402 payment-identifier `id` was used before with another payment or request; its kept answer belongs to that one.",
+    ),
+    (
         "method_not_allowed",
         405,
         "The route exists with another method.",
@@ -153,6 +161,7 @@ impl ApiError {
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::Forbidden => "forbidden",
             ApiError::NotAcceptable => "not_acceptable",
+            ApiError::PaymentIdConflict => "payment_identifier_conflict",
             ApiError::BadRequest => "bad_request",
             ApiError::StoreUnavailable { .. } => "store_unavailable",
             ApiError::FacilitatorUnavailable { .. } => "facilitator_unavailable",
@@ -173,6 +182,7 @@ impl ApiError {
             ApiError::MethodNotAllowed => 405,
             ApiError::Forbidden => 403,
             ApiError::NotAcceptable => 406,
+            ApiError::PaymentIdConflict => 409,
             ApiError::BadRequest => 400,
             ApiError::StoreUnavailable { .. }
             | ApiError::FacilitatorUnavailable { .. }
@@ -274,6 +284,17 @@ impl ApiError {
                     "accept",
                     "does not allow application/json and text/event-stream",
                     "Send Accept: application/json, text/event-stream.",
+                )],
+            ),
+            ApiError::PaymentIdConflict => (
+                format!(
+                    "This payment identifier was used with another payment or request. {NOTHING_CHARGED}; use a new id for a new payment, or resend the original payment and request unchanged to get their answer again."
+                ),
+                vec![json!({"action": "fix_request_fields", "fields": ["payment-identifier"]})],
+                vec![FieldProblem::new(
+                    "payment-identifier",
+                    "was used before with another payment or request",
+                    "Generate a new id (16 to 128 characters of A-Z, a-z, 0-9, - and _) for each new payment.",
                 )],
             ),
             ApiError::BadRequest => (

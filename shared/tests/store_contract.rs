@@ -197,3 +197,36 @@ async fn a_payment_is_claimed_once(store: Arc<dyn Store>) {
     );
 }
 contract!(a_payment_is_claimed_once);
+
+async fn a_paid_answer_is_kept_once_until_it_expires(store: Arc<dyn Store>) {
+    use verifier_core::store::PaidAnswer;
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let id = format!("pay_{}", uuid::Uuid::new_v4().simple());
+    let answer = |n: u8| PaidAnswer {
+        fingerprint: format!("fp{n}"),
+        body: format!("{{\"n\":{n}}}"),
+        settlement: "{\"success\":true}".into(),
+    };
+    assert_eq!(store.paid_answer(&id, now).await.expect("read"), None);
+    store
+        .keep_paid_answer(&id, &answer(1), now + 3600)
+        .await
+        .expect("keep");
+    // The first answer kept under an id stays.
+    store
+        .keep_paid_answer(&id, &answer(2), now + 3600)
+        .await
+        .expect("keep again");
+    assert_eq!(
+        store.paid_answer(&id, now).await.expect("read"),
+        Some(answer(1))
+    );
+    // Past its time it is gone, whether or not the row was removed yet.
+    assert_eq!(
+        store.paid_answer(&id, now + 3600).await.expect("read"),
+        None
+    );
+    let other = format!("{id}x");
+    assert_eq!(store.paid_answer(&other, now).await.expect("read"), None);
+}
+contract!(a_paid_answer_is_kept_once_until_it_expires);

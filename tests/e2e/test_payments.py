@@ -20,6 +20,7 @@ import pytest
 from eth_account import Account
 from x402 import x402ClientSync
 from x402.http.utils import decode_payment_required_header, encode_payment_signature_header
+from x402.extensions.payment_identifier import PAYMENT_IDENTIFIER, append_payment_identifier_to_extensions
 from x402.mechanisms.evm.exact import ExactEvmClientScheme
 
 from conftest import BIN, ROOT
@@ -66,11 +67,16 @@ def buyer(key):
     return client
 
 
-def pay_header(chain, required_header, key=None):
-    """The real x402 client: decode PAYMENT-REQUIRED, sign the Base entry, encode the header."""
+def pay_header(chain, required_header, key=None, payment_id=None):
+    """The real x402 client: decode PAYMENT-REQUIRED, sign the Base entry, encode the header;
+    with `payment_id`, the x402 payment-identifier extension as the client library adds it."""
     pr = decode_payment_required_header(required_header)
     pr.accepts = [a for a in pr.accepts if a.network == "eip155:8453"]
-    payload = buyer(key or chain.buyer_key).create_payment_payload(pr)
+    extensions = None
+    if payment_id:
+        extensions = append_payment_identifier_to_extensions(dict(pr.extensions or {}), payment_id)
+        assert extensions[PAYMENT_IDENTIFIER]["info"]["id"] == payment_id, "declaration not recognized"
+    payload = buyer(key or chain.buyer_key).create_payment_payload(pr, extensions=extensions)
     return encode_payment_signature_header(payload)
 
 
@@ -233,6 +239,49 @@ def test_a_facilitator_outage_burns_no_payment(start_server, chain, tmp_path):
                        timeout=60)
     assert_refused(again, "payment_replayed")
     assert balances(chain) == after
+
+
+def test_a_payment_identifier_gets_a_lost_answer_again_without_paying_twice(paid_server, chain):
+    spend_allowance(paid_server)
+    pid = "pay_" + secrets.token_hex(16)
+    header = pay_header(chain, demand(paid_server).headers["payment-required"], payment_id=pid)
+    assert decode(header)["extensions"][PAYMENT_IDENTIFIER]["info"]["id"] == pid
+    before = balances(chain)
+    first = httpx.post(paid_server.url + "/verify/schema", json=request(), headers={"PAYMENT-SIGNATURE": header},
+                       timeout=60)
+    assert first.status_code == 200, first.text
+    after = balances(chain)
+    assert after[0] == before[0] - 20000
+    # The answer was "lost": the same payment and request again return it byte for byte,
+    # with the same settlement, no second settlement and no second count.
+    again = httpx.post(paid_server.url + "/verify/schema", json=request(), headers={"PAYMENT-SIGNATURE": header},
+                       timeout=60)
+    assert again.status_code == 200, again.text
+    assert again.content == first.content
+    assert decode(again.headers["payment-response"]) == decode(first.headers["payment-response"])
+    assert balances(chain) == after
+    assert httpx.get(paid_server.url + "/reputation/seller-paid").json()["total"] == 1
+    # The same id with another request, or with another payment: 409 in the error shape.
+    other = request()
+    other["task_id"] = "another-task"
+    r = httpx.post(paid_server.url + "/verify/schema", json=other, headers={"PAYMENT-SIGNATURE": header})
+    assert r.status_code == 409 and r.json()["code"] == "payment_identifier_conflict", r.text
+    assert pid not in r.text
+    fresh = pay_header(chain, demand(paid_server).headers["payment-required"], payment_id=pid)
+    r = httpx.post(paid_server.url + "/verify/schema", json=request(), headers={"PAYMENT-SIGNATURE": fresh})
+    assert r.status_code == 409 and r.json()["charged"] is False
+    assert balances(chain) == after
+    # A malformed id is refused before anything happens.
+    bad = decode(pay_header(chain, demand(paid_server).headers["payment-required"]))
+    bad["extensions"] = {PAYMENT_IDENTIFIER: {"info": {"required": False, "id": "short"}}}
+    r = httpx.post(paid_server.url + "/verify/schema", json=request(), headers={"PAYMENT-SIGNATURE": encode(bad)})
+    assert_refused(r, "invalid_payment_identifier")
+    # Without an id, a settled payment sent again is a replay, as before.
+    plain = pay_header(chain, demand(paid_server).headers["payment-required"])
+    assert httpx.post(paid_server.url + "/verify/schema", json=request(),
+                      headers={"PAYMENT-SIGNATURE": plain}, timeout=60).status_code == 200
+    r = httpx.post(paid_server.url + "/verify/schema", json=request(), headers={"PAYMENT-SIGNATURE": plain})
+    assert_refused(r, "payment_replayed")
 
 
 def test_payments_the_facilitator_refuses_are_budgeted_per_client(paid_server, chain):

@@ -24,6 +24,8 @@ pub enum PaymentError {
     ValidityTooLong,
     #[error("the signature does not verify for the payer")]
     InvalidSignature,
+    #[error("the payment-identifier id is not 16 to 128 characters of [A-Za-z0-9_-]")]
+    InvalidPaymentIdentifier,
     #[error("this payment was already used")]
     Replayed,
     #[error("the facilitator rejected the payment ({0})")]
@@ -93,6 +95,11 @@ pub const PAYMENT_ERROR_CODES: &[(&str, u16, &str)] = &[
         "The signature has no form the exact-EVM scheme admits (65-byte ECDSA that recovers to `from` with low s and v 27/28; an ERC-1271 signature of 66 to 4096 bytes; a well-formed ERC-6492 wrapper), or a Solana signature does not verify.",
     ),
     (
+        "invalid_payment_identifier",
+        402,
+        "extensions[\"payment-identifier\"].info.id is not 16 to 128 characters of A-Z, a-z, 0-9, - and _.",
+    ),
+    (
         "payment_replayed",
         402,
         "This payment (payer and nonce, or Solana transaction) was already presented once.",
@@ -128,6 +135,7 @@ impl PaymentError {
             PaymentError::AuthorizationNotYetValid => "authorization_not_yet_valid",
             PaymentError::ValidityTooLong => "authorization_validity_too_long",
             PaymentError::InvalidSignature => "invalid_signature",
+            PaymentError::InvalidPaymentIdentifier => "invalid_payment_identifier",
             PaymentError::Replayed => "payment_replayed",
             PaymentError::Rejected(_) => "facilitator_rejected",
             PaymentError::SettlementFailed(_) => "settlement_failed",
@@ -172,6 +180,9 @@ impl PaymentError {
                 "Sign a fresh authorization valid from now for maxTimeoutSeconds."
             }
             PaymentError::InvalidSignature => "Sign the authorization with the payer's key.",
+            PaymentError::InvalidPaymentIdentifier => {
+                "Send an id of 16 to 128 characters of A-Z, a-z, 0-9, - and _ (e.g. pay_ and a UUID's hex), or none."
+            }
             PaymentError::Replayed => "Sign a new payment (a new nonce) for each call.",
             PaymentError::Rejected(_) => {
                 "See `reason`; fix the cause (e.g. fund the payer) and pay again."
@@ -227,6 +238,7 @@ mod tests {
             PaymentError::AuthorizationNotYetValid,
             PaymentError::ValidityTooLong,
             PaymentError::InvalidSignature,
+            PaymentError::InvalidPaymentIdentifier,
             PaymentError::Replayed,
             PaymentError::Rejected("x".into()),
             PaymentError::SettlementFailed("x".into()),

@@ -71,6 +71,8 @@ pub struct Checked {
     pub replay_key: String,
     /// Until when (unix seconds) the replay guard keeps it.
     pub keep_until: i64,
+    /// The x402 `payment-identifier` id, when the payment carries one.
+    pub payment_id: Option<String>,
 }
 
 /// A payment that passed every check and the facilitator's `/verify`; not yet settled.
@@ -210,6 +212,7 @@ impl PaymentGate {
             return Err(PaymentError::NotConfigured);
         }
         let payload = input.decode()?;
+        let payment_id = super::identifier::payment_id(&payload)?;
         let requirements = offered
             .iter()
             .find(|o| matches(o, &payload.accepted))
@@ -241,6 +244,7 @@ impl PaymentGate {
             payer,
             replay_key,
             keep_until,
+            payment_id,
         })
     }
 

@@ -7,6 +7,7 @@ pub mod error;
 pub mod evm;
 pub mod facilitator;
 pub mod gate;
+pub mod identifier;
 pub mod offer;
 pub mod refusals;
 pub mod svm;

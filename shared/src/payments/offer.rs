@@ -66,7 +66,10 @@ pub fn payment_required(
         error: Some(error.to_owned()),
         resource,
         accepts,
-        extensions: Map::new(),
+        extensions: Map::from_iter([(
+            super::identifier::PAYMENT_IDENTIFIER.to_owned(),
+            super::identifier::declaration(),
+        )]),
     }
 }
 

@@ -4,8 +4,11 @@
 
 use super::{Answer, Billing, PaymentDemand, Reply, Resource, Services};
 use crate::errors::ApiError;
-use crate::payments::{Checked, PaymentError, PaymentInput, payment_required, resource};
-use crate::store::Outcome;
+use crate::payments::identifier::{self, fingerprint};
+use crate::payments::{
+    Checked, PaymentError, PaymentInput, SettlementResponse, payment_required, resource,
+};
+use crate::store::{Outcome, PaidAnswer};
 use serde_json::Value;
 use std::future::Future;
 use std::time::Duration;
@@ -43,6 +46,60 @@ pub fn demand(
     }))
 }
 
+/// Where a paid answer is to be kept: the payment's identifier and what a retry must match.
+pub struct Keep {
+    id: String,
+    fingerprint: String,
+}
+
+/// A payment that carries an x402 `payment-identifier` id, looked up before any other check
+/// (a lost answer may be fetched again after the authorization's validity ended): the kept
+/// answer when the same payment and request were answered before (no second settlement, no
+/// second count), a 409 when the id answered something else, else where to keep this answer.
+/// `request` is only called when there is an id.
+pub async fn recall(
+    s: &Services,
+    input: &PaymentInput,
+    res: &Resource,
+    request: impl FnOnce() -> Vec<u8>,
+) -> Result<Option<Keep>, Reply> {
+    let Ok(payload) = input.decode() else {
+        return Ok(None); // the local checks name the problem
+    };
+    let Ok(Some(id)) = identifier::payment_id(&payload) else {
+        return Ok(None);
+    };
+    let fingerprint = fingerprint(&payload, &res.url, &request());
+    let now = s.clock.now().unix_timestamp();
+    match s.store.paid_answer(&id, now).await {
+        Ok(None) => Ok(Some(Keep { id, fingerprint })),
+        Ok(Some(kept)) if kept.fingerprint == fingerprint => {
+            match serde_json::from_str::<SettlementResponse>(&kept.settlement) {
+                Ok(settlement) => Err(Reply::Answer(Answer {
+                    body: kept.body.into_bytes(),
+                    billing: Billing::Paid(settlement),
+                })),
+                Err(_) => Err(Reply::Error(ApiError::Internal)),
+            }
+        }
+        Ok(Some(_)) => Err(Reply::Error(ApiError::PaymentIdConflict)),
+        Err(e) => Err(Reply::Error(super::verify::store_error(e))),
+    }
+}
+
+/// Keep a settled answer under its payment identifier; a failure is logged (the answer was
+/// delivered, only its second delivery is lost).
+async fn keep(s: &Services, keep: &Keep, body: &[u8], settlement: &SettlementResponse, until: i64) {
+    let answer = PaidAnswer {
+        fingerprint: keep.fingerprint.clone(),
+        body: String::from_utf8_lossy(body).into_owned(),
+        settlement: serde_json::to_string(settlement).unwrap_or_default(),
+    };
+    if let Err(e) = s.store.keep_paid_answer(&keep.id, &answer, until).await {
+        tracing::error!(error = %e, "a paid answer could not be kept under its payment identifier");
+    }
+}
+
 /// Check a payment locally (no network, no store) against what `amount` buys; a 402 naming
 /// the problem when it fails.
 pub fn precheck(
@@ -63,10 +120,12 @@ pub fn precheck(
 /// the body is returned only after settlement succeeded, and its outcome (if any) is recorded
 /// for the agent's history. Work that is refused (an error) releases the claim, so the payer
 /// can send the same payment again: nothing was settled.
+#[allow(clippy::too_many_arguments)]
 pub async fn charge<F, Fut>(
     s: &Services,
     client: &str,
     checked: &Checked,
+    kept: Option<Keep>,
     amount: u64,
     res: &Resource,
     free_trial: Option<Value>,
@@ -103,6 +162,9 @@ where
         Ok(settlement) => {
             if let Some(outcome) = outcome {
                 record(s, outcome).await;
+            }
+            if let Some(k) = &kept {
+                keep(s, k, &body, &settlement, checked.keep_until).await;
             }
             Reply::Answer(Answer {
                 body,

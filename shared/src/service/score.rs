@@ -160,11 +160,15 @@ pub async fn score(
     if !payment.is_present() {
         return demand(s, price, &res, None, None, None);
     }
+    let kept = match super::paid::recall(s, payment, &res, || agent_id.as_bytes().to_vec()).await {
+        Ok(kept) => kept,
+        Err(answered) => return answered,
+    };
     let checked = match precheck(s, payment, price, &res, None) {
         Ok(c) => c,
         Err(demand) => return *demand,
     };
-    charge(s, client, &checked, price, &res, None, || async {
+    charge(s, client, &checked, kept, price, &res, None, || async {
         Ok((signed_score(s, agent_id, &history)?, None))
     })
     .await

@@ -217,6 +217,19 @@ async fn paid<'s>(
     call: &VerifyCall<'_>,
     slot: Option<super::pool::Slot<'s>>,
 ) -> Reply {
+    let kept = match super::paid::recall(s, call.payment, &call.resource, || {
+        // The request document `request_hash` covers, and the answer's detail level.
+        let req = &*call.request;
+        let mut doc = format!("{:?}\n", req.detail).into_bytes();
+        let output = crate::canonical::value_to_jcs(&req.submitted_output);
+        crate::hashes::write_request_document(&mut doc, req, &output);
+        doc
+    })
+    .await
+    {
+        Ok(kept) => kept,
+        Err(answered) => return answered,
+    };
     let now = s.clock.now();
     let price_units = s.config.price_verify_units;
     let used = s
@@ -252,6 +265,7 @@ async fn paid<'s>(
         s,
         call.client,
         &checked,
+        kept,
         price_units,
         &call.resource,
         Some(free_trial),

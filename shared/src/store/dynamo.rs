@@ -16,7 +16,7 @@
 //! wrong count or a lost outcome. Each transaction carries a client request token, so an SDK
 //! retry of a request that did commit is not applied twice.
 
-use super::{AgentHistory, FreeClaim, Outcome, Store, StoreError};
+use super::{AgentHistory, FreeClaim, Outcome, PaidAnswer, Store, StoreError};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
@@ -126,6 +126,34 @@ async fn backoff(attempt: u32) {
 }
 
 impl DynamoStore {
+    /// Put `item` unless an item with its key exists (a conditional put): `Ok(false)` when one
+    /// did, and nothing was written.
+    async fn put_if_absent(
+        &self,
+        item: HashMap<String, AttributeValue>,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(se))
+                if matches!(
+                    se.err(),
+                    aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(_)
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(classify(e)),
+        }
+    }
+
     /// A store over `table` with a client built from the environment (`AWS_REGION`,
     /// credentials, `AWS_ENDPOINT_URL_DYNAMODB` for DynamoDB Local).
     pub async fn from_env(table: &str) -> Self {
@@ -453,28 +481,12 @@ impl Store for DynamoStore {
     }
 
     async fn claim_payment(&self, key: &str, keep_until: i64) -> Result<bool, StoreError> {
-        let result = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .item("pk", s(format!("PAY#{key}")))
-            .item("sk", s("PAY"))
-            .item("expires_at", n(keep_until))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(SdkError::ServiceError(se))
-                if matches!(
-                    se.err(),
-                    aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(_)
-                ) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(classify(e)),
-        }
+        self.put_if_absent(HashMap::from([
+            ("pk".to_owned(), s(format!("PAY#{key}"))),
+            ("sk".to_owned(), s("PAY")),
+            ("expires_at".to_owned(), n(keep_until)),
+        ]))
+        .await
     }
 
     async fn release_payment(&self, key: &str) -> Result<(), StoreError> {
@@ -487,5 +499,54 @@ impl Store for DynamoStore {
             .await
             .map(|_| ())
             .map_err(classify)
+    }
+
+    async fn paid_answer(&self, id: &str, now: i64) -> Result<Option<PaidAnswer>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(format!("PAYID#{id}")))
+            .key("sk", s("ANSWER"))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        let Some(item) = out.item else {
+            return Ok(None);
+        };
+        // TTL deletion lags expiry by up to days: an expired item is treated as gone.
+        if i64::try_from(num(&item, "expires_at")).unwrap_or(0) <= now {
+            return Ok(None);
+        }
+        let text = |name: &str| {
+            item.get(name)
+                .and_then(|v| v.as_s().ok())
+                .cloned()
+                .ok_or_else(|| StoreError::Backend(format!("paid answer without {name}")))
+        };
+        Ok(Some(PaidAnswer {
+            fingerprint: text("fingerprint")?,
+            body: text("body")?,
+            settlement: text("settlement")?,
+        }))
+    }
+
+    async fn keep_paid_answer(
+        &self,
+        id: &str,
+        answer: &PaidAnswer,
+        keep_until: i64,
+    ) -> Result<(), StoreError> {
+        self.put_if_absent(HashMap::from([
+            ("pk".to_owned(), s(format!("PAYID#{id}"))),
+            ("sk".to_owned(), s("ANSWER")),
+            ("fingerprint".to_owned(), s(answer.fingerprint.clone())),
+            ("body".to_owned(), s(answer.body.clone())),
+            ("settlement".to_owned(), s(answer.settlement.clone())),
+            ("expires_at".to_owned(), n(keep_until)),
+        ]))
+        .await
+        .map(|_| ())
     }
 }

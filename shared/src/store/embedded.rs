@@ -10,7 +10,7 @@
 //! calls answered in the last interval (their counts and outcomes together, never one without
 //! the other).
 
-use super::{AgentHistory, FreeClaim, Outcome, Store, StoreError};
+use super::{AgentHistory, FreeClaim, Outcome, PaidAnswer, Store, StoreError};
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
@@ -36,11 +36,22 @@ const OUTCOMES: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("outc
 const PAYMENTS: TableDefinition<&str, i64> = TableDefinition::new("payments");
 /// The same claims by expiry, for pruning.
 const PAYMENT_EXPIRY: TableDefinition<(i64, &str), ()> = TableDefinition::new("payment_expiry");
+/// Paid answers kept under their payment identifier: id → JSON of [`KeptAnswer`]. Their expiry
+/// is in [`PAYMENT_EXPIRY`] under [`ANSWER_PREFIX`] + id.
+const ANSWERS: TableDefinition<&str, &[u8]> = TableDefinition::new("paid_answers");
+/// Marks an answer's entry in [`PAYMENT_EXPIRY`] (payment keys start with a network name).
+const ANSWER_PREFIX: &str = "ANSWER#";
 /// Expired claims removed per write transaction.
 const PRUNE_PER_BATCH: usize = 64;
 
 /// Most requests applied in one write transaction.
 const MAX_BATCH: usize = 512;
+
+#[derive(Serialize, Deserialize)]
+struct KeptAnswer {
+    answer: PaidAnswer,
+    keep_until: i64,
+}
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct AgentStats {
@@ -71,6 +82,13 @@ enum Job {
     /// Forget a payment claim that was never settled.
     Release {
         key: String,
+        reply: oneshot::Sender<Result<FreeClaim, StoreError>>,
+    },
+    /// Keep a paid answer under its payment identifier (the first one stays).
+    Answer {
+        id: String,
+        kept: Vec<u8>,
+        keep_until: i64,
         reply: oneshot::Sender<Result<FreeClaim, StoreError>>,
     },
 }
@@ -149,6 +167,7 @@ impl EmbeddedStore {
             txn.open_table(OUTCOMES).map_err(backend)?;
             txn.open_table(PAYMENTS).map_err(backend)?;
             txn.open_table(PAYMENT_EXPIRY).map_err(backend)?;
+            txn.open_table(ANSWERS).map_err(backend)?;
             txn.commit().map_err(backend)?;
         }
         let (tx, rx) = mpsc::channel();
@@ -243,6 +262,7 @@ fn flush(db: &Database) -> Result<(), String> {
 fn prune_payments(
     payments: &mut redb::Table<&str, i64>,
     expiry: &mut redb::Table<(i64, &str), ()>,
+    answers: &mut redb::Table<&str, &[u8]>,
 ) -> Result<(), redb::StorageError> {
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let mut expired: Vec<(i64, String)> = Vec::new();
@@ -256,7 +276,11 @@ fn prune_payments(
     }
     for (at, key) in expired {
         expiry.remove((at, key.as_str()))?;
-        payments.remove(key.as_str())?;
+        if let Some(id) = key.strip_prefix(ANSWER_PREFIX) {
+            answers.remove(id)?;
+        } else {
+            payments.remove(key.as_str())?;
+        }
     }
     Ok(())
 }
@@ -266,7 +290,8 @@ fn reply(job: Job, result: Result<FreeClaim, StoreError>) {
         Job::Claim { reply, .. }
         | Job::Record { reply, .. }
         | Job::Payment { reply, .. }
-        | Job::Release { reply, .. } => reply,
+        | Job::Release { reply, .. }
+        | Job::Answer { reply, .. } => reply,
     };
     let _ = sender.send(result);
 }
@@ -284,7 +309,8 @@ fn apply(db: &Database, batch: &[Job], durable: bool) -> Result<Vec<FreeClaim>, 
         let mut outcomes = txn.open_table(OUTCOMES).map_err(|e| e.to_string())?;
         let mut payments = txn.open_table(PAYMENTS).map_err(|e| e.to_string())?;
         let mut expiry = txn.open_table(PAYMENT_EXPIRY).map_err(|e| e.to_string())?;
-        prune_payments(&mut payments, &mut expiry).map_err(|e| e.to_string())?;
+        let mut answers = txn.open_table(ANSWERS).map_err(|e| e.to_string())?;
+        prune_payments(&mut payments, &mut expiry, &mut answers).map_err(|e| e.to_string())?;
         for job in batch {
             let (outcome, claim) = match job {
                 Job::Claim {
@@ -335,6 +361,28 @@ fn apply(db: &Database, batch: &[Job], durable: bool) -> Result<Vec<FreeClaim>, 
                     if let Some(until) = kept {
                         expiry
                             .remove((until, key.as_str()))
+                            .map_err(|e| e.to_string())?;
+                    }
+                    results.push(FreeClaim::Granted { used: 0 });
+                    continue;
+                }
+                Job::Answer {
+                    id,
+                    kept,
+                    keep_until,
+                    ..
+                } => {
+                    let present = answers
+                        .get(id.as_str())
+                        .map_err(|e| e.to_string())?
+                        .is_some();
+                    if !present {
+                        answers
+                            .insert(id.as_str(), kept.as_slice())
+                            .map_err(|e| e.to_string())?;
+                        let marker = format!("{ANSWER_PREFIX}{id}");
+                        expiry
+                            .insert((*keep_until, marker.as_str()), ())
                             .map_err(|e| e.to_string())?;
                     }
                     results.push(FreeClaim::Granted { used: 0 });
@@ -423,6 +471,38 @@ impl Store for EmbeddedStore {
     async fn release_payment(&self, key: &str) -> Result<(), StoreError> {
         let key = key.to_owned();
         self.submit(|reply| Job::Release { key, reply }).await?;
+        Ok(())
+    }
+
+    async fn paid_answer(&self, id: &str, now: i64) -> Result<Option<PaidAnswer>, StoreError> {
+        let txn = self.db.begin_read().map_err(backend)?;
+        let table = txn.open_table(ANSWERS).map_err(backend)?;
+        let Some(bytes) = table.get(id).map_err(backend)? else {
+            return Ok(None);
+        };
+        let kept: KeptAnswer = serde_json::from_slice(bytes.value()).map_err(backend)?;
+        Ok((kept.keep_until > now).then_some(kept.answer))
+    }
+
+    async fn keep_paid_answer(
+        &self,
+        id: &str,
+        answer: &PaidAnswer,
+        keep_until: i64,
+    ) -> Result<(), StoreError> {
+        let kept = serde_json::to_vec(&KeptAnswer {
+            answer: answer.clone(),
+            keep_until,
+        })
+        .map_err(backend)?;
+        let id = id.to_owned();
+        self.submit(|reply| Job::Answer {
+            id,
+            kept,
+            keep_until,
+            reply,
+        })
+        .await?;
         Ok(())
     }
 

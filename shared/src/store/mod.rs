@@ -44,6 +44,18 @@ pub struct AgentHistory {
     pub recent: Vec<Outcome>,
 }
 
+/// A settled paid answer kept under its x402 payment identifier, so a client whose answer was
+/// lost can get it again without paying twice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaidAnswer {
+    /// What must match for the answer to be returned (see `payments::identifier::fingerprint`).
+    pub fingerprint: String,
+    /// The response body as it was answered (JSON).
+    pub body: String,
+    /// The settlement response (`PAYMENT-RESPONSE`), as JSON.
+    pub settlement: String,
+}
+
 /// Store failures; all are retryable from the caller's point of view.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -84,4 +96,17 @@ pub trait Store: Send + Sync {
     /// Forget a payment claimed by [`Store::claim_payment`] that was never settled, so the
     /// same payment can be sent again. Forgetting an unknown key is not an error.
     async fn release_payment(&self, key: &str) -> Result<(), StoreError>;
+
+    /// The answer kept under payment identifier `id`, unless none is or it expired before `now`
+    /// (unix seconds).
+    async fn paid_answer(&self, id: &str, now: i64) -> Result<Option<PaidAnswer>, StoreError>;
+
+    /// Keep `answer` under `id` until `keep_until` (unix seconds). The first answer kept under
+    /// an id stays; keeping another is a no-op.
+    async fn keep_paid_answer(
+        &self,
+        id: &str,
+        answer: &PaidAnswer,
+        keep_until: i64,
+    ) -> Result<(), StoreError>;
 }
