@@ -38,6 +38,12 @@
 #   WARMUP     warm-up duration before each variant (default 2s)
 #   DOW        "0" skips the denial-of-wallet benchmark (default 1)
 #   DOW_SECS   its duration per phase in seconds (default 15); DOW_RATE its legitimate rate (200/s)
+#   PEER       "0" skips the side-by-side run with the Python peer (default 1): bench/python-peer,
+#              a lean FastAPI implementation of POST /verify/schema (same checks, the same four
+#              hashes — checked equal to ours — and an Ed25519 signature; no store), installed
+#              into bench/.venv, run by uvicorn with PEER_WORKERS processes (default: CPUs);
+#              PEER_ROUNDS alternating rounds (default 2) of ours (variant real, store writes and
+#              fsync on) and the peer at PEER_CONNS connections (default 32); prints each ratio
 #   BENCH_BIN  the verifier binary to measure (default target/release/verifier), e.g. an older
 #              build, to compare two versions side by side in one session
 #
@@ -55,6 +61,10 @@ WARMUP=${WARMUP:-2s}
 DOW=${DOW:-1}
 DOW_SECS=${DOW_SECS:-15}
 DOW_RATE=${DOW_RATE:-200}
+PEER=${PEER:-1}
+PEER_ROUNDS=${PEER_ROUNDS:-2}
+PEER_CONNS=${PEER_CONNS:-32}
+PEER_WORKERS=${PEER_WORKERS:-$(nproc)}
 
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 if ! command -v wrk >/dev/null; then
@@ -171,6 +181,78 @@ if [ "$failed" != 0 ]; then
   exit 1
 fi
 echo "OK: zero non-2xx responses"
+
+# One wrk run at $2 connections against URL $1 with body $3: "rps p50_us p99_us non2xx errors".
+wrk_run() {
+  local threads=$(( $2 < 2 ? 1 : 2 ))
+  BENCH_BODY=$3 wrk -t2 -c"$2" -d"$WARMUP" -s scripts/bench/post.lua "$1" >/dev/null
+  BENCH_BODY=$3 "${wrk_cpu[@]}" wrk -t"$threads" -c"$2" -d"$DURATION" --latency \
+    -s scripts/bench/post.lua "$1" | grep '^BENCH' | tr ' ' '\n' | awk -F= '
+      /^rps=/ {r=$2} /^p50_us=/ {p50=$2} /^p99_us=/ {p99=$2} /^non2xx=/ {n=$2}
+      /^(connect|read|write|timeout)=/ {e+=$2} END {print r, p50, p99, n, e+0}'
+}
+
+# Wait until a POST of body $2 to URL $1 answers 200; leaves the answer in $work/answer.json.
+await_200() {
+  for _ in $(seq 1500); do
+    code=$(curl -s -o "$work/answer.json" -w '%{http_code}' -H 'content-type: application/json' \
+      --data-binary @"$2" "$1" || true)
+    [ "$code" = 200 ] && return 0
+    sleep 0.01
+  done
+  echo "no 200 from $1" >&2
+  return 1
+}
+
+if [ "$PEER" != 0 ]; then
+  echo
+  echo "== side by side with the Python peer (bench/python-peer: FastAPI, uvicorn --workers $PEER_WORKERS), $PEER_CONNS connections, $DURATION per run"
+  [ -x bench/.venv/bin/python ] || python3 -m venv bench/.venv
+  bench/.venv/bin/pip install --quiet --disable-pip-version-check -r bench/python-peer/requirements.txt
+  body=$work/body-real.json
+  peer_rows=() ratios=()
+  for round in $(seq "$PEER_ROUNDS"); do
+    port=$(free_port)
+    RUST_LOG=warn "${server_cpu[@]}" "$bin" serve --listen "127.0.0.1:$port" --data-dir "$work/data-peer-$round" \
+      --free-allowance-per-day 1000000000 --durability "$DURABILITY" >"$work/server-peer.log" 2>&1 &
+    pid=$!
+    await_200 "http://127.0.0.1:$port/verify/schema" "$body"
+    cp "$work/answer.json" "$work/ours.json"
+    read -r o_rps o_p50 o_p99 o_non o_err < <(wrk_run "http://127.0.0.1:$port/verify/schema" "$PEER_CONNS" "$body")
+    kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+
+    port=$(free_port)
+    (cd bench/python-peer && exec "${server_cpu[@]}" ../.venv/bin/uvicorn app:app --host 127.0.0.1 --port "$port" \
+      --workers "$PEER_WORKERS" --no-access-log --log-level warning) >"$work/peer.log" 2>&1 &
+    pid=$!
+    await_200 "http://127.0.0.1:$port/verify/schema" "$body"
+    python3 - "$work/ours.json" "$work/answer.json" <<'PY'
+import json, sys
+ours, peer = (json.load(open(p)) for p in sys.argv[1:3])
+for key in ("output_hash", "schema_hash", "rules_hash", "request_hash", "result", "errors"):
+    assert ours[key] == peer[key], f"the peer's {key} differs from ours: {peer[key]} != {ours[key]}"
+assert peer["attestation"]["signature"], "the peer did not sign"
+PY
+    read -r p_rps p_p50 p_p99 p_non p_err < <(wrk_run "http://127.0.0.1:$port/verify/schema" "$PEER_CONNS" "$body")
+    kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+    if [ "$o_non" != 0 ] || [ "$o_err" != 0 ] || [ "$p_non" != 0 ] || [ "$p_err" != 0 ]; then failed=1; fi
+    ratio=$(echo "$o_rps / $p_rps" | bc -l)
+    ratios+=("$(printf '%.1f' "$ratio")")
+    printf -v row '| %5s | %10.0f | %7.2f | %7.2f | %10.0f | %7.2f | %7.2f | %6.1fx |' "$round" \
+      "$o_rps" "$(echo "$o_p50/1000" | bc -l)" "$(echo "$o_p99/1000" | bc -l)" \
+      "$p_rps" "$(echo "$p_p50/1000" | bc -l)" "$(echo "$p_p99/1000" | bc -l)" "$ratio"
+    echo "$row"
+    peer_rows+=("$row")
+  done
+  echo "| round | ours req/s | p50 ms | p99 ms | peer req/s | p50 ms | p99 ms | ratio |"
+  echo "|-------|------------|--------|--------|------------|--------|--------|-------|"
+  printf '%s\n' "${peer_rows[@]}"
+  echo "ours / Python peer: ${ratios[*]} (same body, hashes checked equal; ours writes and fsyncs the allowance and the history, the peer keeps no store)"
+  if [ "$failed" != 0 ]; then
+    echo "FAILED: non-2xx responses or socket errors in the side-by-side run" >&2
+    exit 1
+  fi
+fi
 
 if [ "$DOW" != 0 ]; then
   echo

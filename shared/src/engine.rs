@@ -3,6 +3,7 @@
 
 use crate::attest::{VERIFY_CONTEXT, attest, with_attestation};
 use crate::checks::schema::{CompileError, CompiledSchema, SchemaError, SchemaOptions};
+use crate::checks::tally::Tally;
 use crate::checks::{Findings, bounds, content, rules};
 use crate::cost::request::{
     RequestShape, charge_content, charge_parse, charge_receipt, charge_rules,
@@ -323,28 +324,30 @@ impl Engine {
 
         let mut findings = Findings::new(self.config.list_cap);
         let outcome = schema.check(output, req.strict_content_check, &mut findings, meter)?;
-        let mut integrity_failed = 0;
+        let mut integrity = Tally::default();
         for bound in &req.bounds {
-            if let Some(f) = bounds::check_bound(bound, output) {
-                integrity_failed += 1;
+            let (finding, tally) = bounds::check_bound(bound, output);
+            integrity.merge(tally);
+            if let Some(f) = finding {
                 findings.push(f);
             }
         }
         for rule in &req.rules {
-            if let Some(f) = rules::check_rule(rule, output, req.enforce_rules) {
-                integrity_failed += 1;
+            let (finding, tally) = rules::check_rule(rule, output, req.enforce_rules);
+            integrity.merge(tally);
+            if let Some(f) = finding {
                 findings.push(f);
             }
         }
-        let mut integrity_total = req.bounds.len() + req.rules.len();
         if req.strict_content_check {
             let found = content::check_content(output, &outcome.blank_required);
-            integrity_total += content::CHECK_COUNT;
-            integrity_failed += found.len();
+            integrity.add(content::CHECK_COUNT, found.len());
             for f in found {
                 findings.push(f);
             }
         }
+        let (integrity_total, integrity_failed) =
+            (integrity.total, integrity.total - integrity.passed);
         let findings = findings.finish();
         let blocking_checks = findings.blocking_checks.clone();
         let passed = blocking_checks.is_empty();

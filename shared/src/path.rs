@@ -98,6 +98,8 @@ pub struct Resolved<'v> {
     /// Locations where a named field was absent (or the value was not an object/array as the
     /// path needs).
     pub missing: Vec<Location>,
+    /// Arrays the path fanned out over at its `[]` steps.
+    pub arrays: usize,
 }
 
 impl FieldPath {
@@ -174,6 +176,7 @@ fn walk<'v>(steps: &[Step], value: &'v Value, at: Location, out: &mut Resolved<'
         },
         (Step::Key(k), _) => out.missing.push(at.key(k)),
         (Step::Each, Value::Array(items)) => {
+            out.arrays += 1;
             for (i, item) in items.iter().enumerate() {
                 walk(rest, item, at.index(i), out);
             }
@@ -207,6 +210,7 @@ mod tests {
         assert_eq!(locs, ["$.a.b[0].c[0].d", "$.a.b[0].c[1].d"]);
         assert_eq!(r.missing.len(), 1);
         assert_eq!(r.missing[0].render(), "$.a.b[1].c[0].d");
+        assert_eq!(r.arrays, 3, "b, and c under each of its two elements");
         assert_eq!(
             FieldPath::parse("items[].price").unwrap().rooted(),
             "$.items[].price"

@@ -411,9 +411,11 @@ fn enforce_rules_on_fails_with_errors_and_error_flags() {
     assert_eq!(body["errors_total"], 1);
     assert_eq!(body["flags"][0]["severity"], "error");
     assert_eq!(body["next_actions"][0]["action"], "repair_and_reverify");
+    // items is an array, two prices present and numbers, total present and a number: 7 passed;
+    // the sum: failed.
     assert_eq!(
         body["integrity_checks"],
-        json!({"ratio": 0.0, "passed": 0, "total": 1})
+        json!({"ratio": 0.875, "passed": 7, "total": 8})
     );
 }
 
@@ -441,12 +443,11 @@ fn enforce_rules_off_passes_with_a_warning_flag() {
             "the warning is not labelled as enforced"
         );
         assert_eq!(body["hints"].as_array().expect("hints").len(), 1);
-        let ratio = body["integrity_checks"]["ratio"].as_f64().expect("ratio");
-        assert!(
-            ratio < 1.0,
-            "a failed rule lowers integrity_checks even when not enforced: {ratio}"
+        assert_eq!(
+            body["integrity_checks"],
+            json!({"ratio": 0.875, "passed": 7, "total": 8}),
+            "a failed rule lowers integrity_checks even when not enforced"
         );
-        assert_eq!(body["integrity_checks"]["passed"], 0);
         assert_eq!(body["next_actions"][0]["action"], "attach_receipt");
     }
 }
@@ -475,9 +476,10 @@ fn bounds_min_and_max() {
         "value at $.items[1].price is 150, expected between 0 and 100 (2 values out of range)"
     );
     assert_eq!(body["flags"][0]["severity"], "error");
+    // items is an array, three prices present and numbers, three comparisons of which two fail.
     assert_eq!(
         body["integrity_checks"],
-        json!({"ratio": 0.0, "passed": 0, "total": 1})
+        json!({"ratio": 0.8, "passed": 8, "total": 10})
     );
 }
 
@@ -509,9 +511,10 @@ fn bounds_missing_field_and_if_present() {
         json!({"bounds": {"discount": {"min": 0, "if_present": true}}}),
     ));
     assert_pass(&body, "missing, if_present true");
+    // An absent value that if_present allows is not counted at all.
     assert_eq!(
         body["integrity_checks"],
-        json!({"ratio": 1.0, "passed": 1, "total": 1})
+        json!({"ratio": 1.0, "passed": 0, "total": 0})
     );
 }
 
@@ -525,7 +528,7 @@ fn bound_on_a_non_number_fails() {
 }
 
 #[test]
-fn integrity_counts_each_bound_and_rule_once() {
+fn integrity_counts_what_each_bound_and_rule_establishes() {
     let output = invoice(json!(15));
     let body = verify(request(
         output,
@@ -540,9 +543,13 @@ fn integrity_counts_each_bound_and_rule_once() {
         }),
     ));
     assert_eq!(body["result"], "fail");
+    // total ≥ 0: present, number, in range (3/3); items[].price ≤ 10: array, two present, two
+    // numbers, two comparisons, 10.5 fails (6/7); the sum: array, two present, two numbers,
+    // total present and a number, the sum (8/8); unique ids: array, two present, two distinct
+    // (5/5); total ≥ 100: present, number, comparison fails (2/3).
     assert_eq!(
         body["integrity_checks"],
-        json!({"ratio": 0.6, "passed": 3, "total": 5})
+        json!({"ratio": 0.923077, "passed": 24, "total": 26})
     );
     assert_eq!(
         body["summary"]["blocking_checks"],
@@ -554,8 +561,68 @@ fn integrity_counts_each_bound_and_rule_once() {
         schema["passed"].as_u64().expect("n"),
         schema["total"].as_u64().expect("n"),
     );
-    assert_eq!(body["overall"]["passed"].as_u64().expect("n"), sp + 3);
-    assert_eq!(body["overall"]["total"].as_u64().expect("n"), st + 5);
+    assert_eq!(body["overall"]["passed"].as_u64().expect("n"), sp + 24);
+    assert_eq!(body["overall"]["total"].as_u64().expect("n"), st + 26);
+}
+
+#[test]
+fn the_hosted_invoice_example_counts_as_the_hosted_service_does() {
+    let receipts: Value =
+        serde_json::from_str(include_str!("data/hosted-receipts.json")).expect("receipts");
+    let hosted = &receipts["receipts"][0];
+    let request: Value =
+        serde_json::from_str(hosted["request_body_json"].as_str().expect("body")).expect("request");
+    let answer: Value =
+        serde_json::from_str(hosted["response_body_json"].as_str().expect("body")).expect("answer");
+    let body = verify(request);
+    for key in ["integrity_checks", "schema_compliance", "overall"] {
+        assert_eq!(body[key], answer[key], "{key}");
+    }
+    assert_eq!(
+        body["integrity_checks"],
+        json!({"ratio": 0.875, "passed": 7, "total": 8})
+    );
+}
+
+#[test]
+fn a_rule_or_bound_with_a_finding_always_has_a_failed_check_and_one_without_has_none() {
+    let outputs = [
+        invoice(json!(15)),
+        invoice(json!(99)),
+        json!({"items": [{"id": "a", "price": "x"}, {"id": "a"}], "total": 1}),
+        json!({"items": [], "total": 0}),
+        json!({"items": 3}),
+        json!({}),
+    ];
+    let rules = [
+        json!({"type": "sum_equals", "field": "items[].price", "equals_field": "total"}),
+        json!({"type": "sum_equals", "field": "items[].price", "equals": 15}),
+        json!({"type": "gte", "field": "items[].price", "value": 5}),
+        json!({"type": "lte", "field": "items[].price", "other_field": "total"}),
+        json!({"type": "unique", "field": "items[].id"}),
+        json!({"type": "exists_in", "field": "items[].id", "values": ["a", "b"]}),
+        json!({"type": "gte", "field": "total", "value": 0, "if_present": true}),
+    ];
+    for output in &outputs {
+        for rule in &rules {
+            let body = verify(with_rule(output.clone(), rule.clone()));
+            let found = body["flags_total"].as_u64().expect("flags") > 0;
+            let i = &body["integrity_checks"];
+            let failed = i["total"].as_u64().expect("n") - i["passed"].as_u64().expect("n");
+            assert_eq!(found, failed > 0, "{rule} on {output}: {i}");
+        }
+        let body = verify(request(
+            output.clone(),
+            json!({"bounds": {"items[].price": {"min": 0, "max": 12}}}),
+        ));
+        let i = &body["integrity_checks"];
+        let failed = i["total"].as_u64().expect("n") - i["passed"].as_u64().expect("n");
+        assert_eq!(
+            body["flags_total"].as_u64().expect("n") > 0,
+            failed > 0,
+            "bound on {output}: {i}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------- strict_content_check

@@ -27,6 +27,9 @@ def test_verify_output_pass_and_fail(server, invoice):
                                  "values sum to 129.5, expected total (135.0)")
         assert bad.hints and bad.hints[0]["source"] == "integrity"
         assert bad.raw["schema_compliance"]["total"] == 22
+        # Counted as the hosted service counts its own invoice example: 8 checks, 7 passed.
+        assert bad.raw["integrity_checks"] == {"ratio": 0.875, "passed": 7, "total": 8}
+        assert bad.raw["overall"] == {"ratio": 0.966667, "passed": 29, "total": 30}
 
 
 def test_compact_and_deliverable(server, invoice):

@@ -7,6 +7,7 @@ pub mod keywords;
 pub mod numbers;
 pub mod rules;
 pub mod schema;
+pub mod tally;
 
 use serde_json::Value;
 

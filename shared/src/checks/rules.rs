@@ -1,21 +1,75 @@
-//! The five business-rule types over the path language. One check per rule.
+//! The five business-rule types over the path language; the integrity checks each counts are
+//! described in [`super::tally`].
 
 use super::numbers::{PySum, py_number};
+use super::tally::Tally;
 use super::{Finding, Severity, describe_value};
-use crate::path::{FieldPath, Location};
+use crate::path::{FieldPath, Location, Resolved};
 use crate::request::{Operand, Rule, RuleType};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
-/// Run one rule; `None` when it holds.
-pub fn check_rule(rule: &Rule, output: &Value, enforce: bool) -> Option<Finding> {
+/// Run one rule: its finding (`None` when it holds) and the integrity checks it counts (see
+/// [`super::tally`]).
+pub fn check_rule(rule: &Rule, output: &Value, enforce: bool) -> (Option<Finding>, Tally) {
+    let mut tally = Tally::default();
     let violation = match rule.kind {
-        RuleType::SumEquals => sum_equals(rule, output),
-        RuleType::Gte | RuleType::Lte => compare(rule, output),
-        RuleType::ExistsIn => exists_in(rule, output),
-        RuleType::Unique => unique(rule, output),
-    }?;
-    Some(violation.into_finding(rule, enforce))
+        RuleType::SumEquals => sum_equals(rule, output, &mut tally),
+        RuleType::Gte | RuleType::Lte => compare(rule, output, &mut tally),
+        RuleType::ExistsIn => exists_in(rule, output, &mut tally),
+        RuleType::Unique => unique(rule, output, &mut tally),
+    };
+    (violation.map(|v| v.into_finding(rule, enforce)), tally)
+}
+
+/// A rule's verdict over its comparisons: the violation, how many comparisons were made and
+/// how many of them failed.
+struct Verdict {
+    violation: Option<Violation>,
+    compared: usize,
+    failed: usize,
+}
+
+impl Verdict {
+    fn holds(compared: usize) -> Self {
+        Verdict {
+            violation: None,
+            compared,
+            failed: 0,
+        }
+    }
+
+    /// A rule stopped before its comparisons (a value or operand missing or of the wrong
+    /// type): every comparison it would have made fails.
+    fn stopped(violation: Violation, compared: usize) -> Self {
+        Verdict {
+            violation: Some(violation),
+            compared,
+            failed: compared,
+        }
+    }
+
+    fn count(self, tally: &mut Tally) -> Option<Violation> {
+        tally.add(self.compared, self.failed);
+        self.violation
+    }
+}
+
+/// Resolve a rule's field operand once, counting what its resolution establishes.
+fn resolve_operand<'v>(
+    rule: &Rule,
+    output: &'v Value,
+    numbers: bool,
+    tally: &mut Tally,
+) -> Option<Resolved<'v>> {
+    match &rule.operand {
+        Operand::Field(path) => {
+            let resolved = path.resolve(output);
+            tally.path(&resolved, rule.if_present, numbers);
+            Some(resolved)
+        }
+        _ => None,
+    }
 }
 
 struct Violation {
@@ -56,18 +110,17 @@ fn missing(path: &FieldPath, at: &Location) -> Violation {
     }
 }
 
-/// The numbers at a path, or the violation that stops the rule.
-fn numbers<'v>(
+/// The numbers a path resolved to, or the violation that stops the rule.
+fn numbers<'r, 'v>(
     rule: &Rule,
     path: &FieldPath,
-    output: &'v Value,
-) -> Result<Vec<(Location, &'v serde_json::Number)>, Violation> {
-    let resolved = path.resolve(output);
+    resolved: &'r Resolved<'v>,
+) -> Result<Vec<(&'r Location, &'v serde_json::Number)>, Violation> {
     if let (Some(at), false) = (resolved.missing.first(), rule.if_present) {
         return Err(missing(path, at));
     }
     let mut out = Vec::with_capacity(resolved.found.len());
-    for (at, v) in resolved.found {
+    for (at, v) in &resolved.found {
         match v {
             Value::Number(n) => out.push((at, n)),
             other => {
@@ -83,16 +136,19 @@ fn numbers<'v>(
 }
 
 /// The single number an operand names: `(label, value, printed)`; `Ok(None)` when absent and
-/// `if_present` allows it.
-fn operand_number(rule: &Rule, output: &Value) -> Result<Option<(String, f64, String)>, Violation> {
-    match &rule.operand {
-        Operand::Number(n, raw) => Ok(Some((
+/// `if_present` allows it. `resolved` is the field operand's resolution.
+fn operand_number(
+    rule: &Rule,
+    resolved: Option<&Resolved<'_>>,
+) -> Result<Option<(String, f64, String)>, Violation> {
+    match (&rule.operand, resolved) {
+        (Operand::Number(n, raw), _) => Ok(Some((
             String::new(),
             *n,
             raw.as_number().map(py_number).unwrap_or_default(),
         ))),
-        Operand::Field(path) => {
-            let nums = numbers(rule, path, output)?;
+        (Operand::Field(path), Some(resolved)) => {
+            let nums = numbers(rule, path, resolved)?;
             match nums.as_slice() {
                 [] => Ok(None),
                 [(_, n)] => Ok(Some((
@@ -123,37 +179,49 @@ fn labelled(label: &str, printed: &str) -> String {
     }
 }
 
-fn sum_equals(rule: &Rule, output: &Value) -> Option<Violation> {
-    let result = (|| {
-        let terms = numbers(rule, &rule.field, output)?;
+fn sum_equals(rule: &Rule, output: &Value, tally: &mut Tally) -> Option<Violation> {
+    let field = rule.field.resolve(output);
+    tally.path(&field, rule.if_present, true);
+    let operand = resolve_operand(rule, output, true, tally);
+    let verdict = (|| {
+        let terms = numbers(rule, &rule.field, &field)?;
         if terms.is_empty() && rule.if_present && !rule.field.is_multi() {
-            return Ok(None);
+            return Ok(Verdict::holds(0));
         }
-        let Some((label, target, printed)) = operand_number(rule, output)? else {
-            return Ok(None);
+        let Some((label, target, printed)) = operand_number(rule, operand.as_ref())? else {
+            return Ok(Verdict::holds(0));
         };
         let mut sum = PySum::default();
         for (_, n) in &terms {
             sum.add(n);
         }
         if (sum.value() - target).abs() <= rule.tolerance {
-            return Ok(None);
+            return Ok(Verdict::holds(1));
         }
         let expected = labelled(&label, &printed);
-        Ok(Some(Violation {
-            expected: format!("a sum equal to {expected}"),
-            found: format!("sum {}", sum.render()),
-            detail: format!("values sum to {}, expected {expected}", sum.render()),
-        }))
+        Ok(Verdict::stopped(
+            Violation {
+                expected: format!("a sum equal to {expected}"),
+                found: format!("sum {}", sum.render()),
+                detail: format!("values sum to {}, expected {expected}", sum.render()),
+            },
+            1,
+        ))
     })();
-    result.unwrap_or_else(Some)
+    verdict
+        .unwrap_or_else(|v| Verdict::stopped(v, 1))
+        .count(tally)
 }
 
-fn compare(rule: &Rule, output: &Value) -> Option<Violation> {
-    let result = (|| {
-        let values = numbers(rule, &rule.field, output)?;
-        let Some((label, limit, printed)) = operand_number(rule, output)? else {
-            return Ok(None);
+fn compare(rule: &Rule, output: &Value, tally: &mut Tally) -> Option<Violation> {
+    let field = rule.field.resolve(output);
+    tally.path(&field, rule.if_present, true);
+    let operand = resolve_operand(rule, output, true, tally);
+    let compared = field.found.len();
+    let verdict = (|| {
+        let values = numbers(rule, &rule.field, &field)?;
+        let Some((label, limit, printed)) = operand_number(rule, operand.as_ref())? else {
+            return Ok(Verdict::holds(0));
         };
         // `tolerance` widens the comparison: gte holds for v ≥ limit − tolerance.
         let gte = rule.kind == RuleType::Gte;
@@ -165,7 +233,7 @@ fn compare(rule: &Rule, output: &Value) -> Option<Violation> {
             .filter(|(_, n)| !holds(n.as_f64().unwrap_or(f64::NAN)))
             .collect();
         let Some((at, n)) = bad.first() else {
-            return Ok(None);
+            return Ok(Verdict::holds(compared));
         };
         let expected = format!("values {op} {}", labelled(&label, &printed));
         let more = if bad.len() > 1 {
@@ -173,34 +241,42 @@ fn compare(rule: &Rule, output: &Value) -> Option<Violation> {
         } else {
             String::new()
         };
-        Ok(Some(Violation {
-            found: format!("{} at {}", py_number(n), at.render()),
-            detail: format!(
-                "value at {} is {}, expected {op} {}{more}",
-                at.render(),
-                py_number(n),
-                labelled(&label, &printed)
-            ),
-            expected,
-        }))
+        Ok(Verdict {
+            violation: Some(Violation {
+                found: format!("{} at {}", py_number(n), at.render()),
+                detail: format!(
+                    "value at {} is {}, expected {op} {}{more}",
+                    at.render(),
+                    py_number(n),
+                    labelled(&label, &printed)
+                ),
+                expected,
+            }),
+            compared,
+            failed: bad.len(),
+        })
     })();
-    result.unwrap_or_else(Some)
+    verdict
+        .unwrap_or_else(|v| Verdict::stopped(v, compared))
+        .count(tally)
 }
 
-fn exists_in(rule: &Rule, output: &Value) -> Option<Violation> {
+fn exists_in(rule: &Rule, output: &Value, tally: &mut Tally) -> Option<Violation> {
     let resolved = rule.field.resolve(output);
+    tally.path(&resolved, rule.if_present, false);
+    let operand = resolve_operand(rule, output, false, tally);
+    let compared = resolved.found.len();
     if let (Some(at), false) = (resolved.missing.first(), rule.if_present) {
-        return Some(missing(&rule.field, at));
+        return Verdict::stopped(missing(&rule.field, at), compared).count(tally);
     }
-    let (allowed, label): (Vec<&Value>, String) = match &rule.operand {
-        Operand::List(list) => (list.iter().collect(), "the allowed values".to_owned()),
-        Operand::Field(path) => {
-            let r = path.resolve(output);
+    let (allowed, label): (Vec<&Value>, String) = match (&rule.operand, operand) {
+        (Operand::List(list), _) => (list.iter().collect(), "the allowed values".to_owned()),
+        (Operand::Field(path), Some(r)) => {
             if r.found.is_empty()
                 && !rule.if_present
                 && let Some(at) = r.missing.first()
             {
-                return Some(missing(path, at));
+                return Verdict::stopped(missing(path, at), compared).count(tally);
             }
             (
                 r.found.into_iter().map(|(_, v)| v).collect(),
@@ -220,23 +296,32 @@ fn exists_in(rule: &Rule, output: &Value) -> Option<Violation> {
         .iter()
         .filter(|(_, v)| !allowed.contains(&crate::canonical::value_to_jcs(v)))
         .collect();
-    let (at, value) = absent.first()?;
+    let Some((at, value)) = absent.first() else {
+        return Verdict::holds(compared).count(tally);
+    };
     let more = if absent.len() > 1 {
         format!(" ({} values are absent)", absent.len())
     } else {
         String::new()
     };
-    Some(Violation {
-        expected: format!("values among {label}"),
-        found: format!("{} at {}", describe_value(value), at.render()),
-        detail: format!("the value at {} is not among {label}{more}", at.render()),
-    })
+    Verdict {
+        violation: Some(Violation {
+            expected: format!("values among {label}"),
+            found: format!("{} at {}", describe_value(value), at.render()),
+            detail: format!("the value at {} is not among {label}{more}", at.render()),
+        }),
+        compared,
+        failed: absent.len(),
+    }
+    .count(tally)
 }
 
-fn unique(rule: &Rule, output: &Value) -> Option<Violation> {
+fn unique(rule: &Rule, output: &Value, tally: &mut Tally) -> Option<Violation> {
     let resolved = rule.field.resolve(output);
+    tally.path(&resolved, rule.if_present, false);
+    let compared = resolved.found.len();
     if let (Some(at), false) = (resolved.missing.first(), rule.if_present) {
-        return Some(missing(&rule.field, at));
+        return Verdict::stopped(missing(&rule.field, at), compared).count(tally);
     }
     let mut seen: HashMap<Vec<u8>, &Location> = HashMap::with_capacity(resolved.found.len());
     let mut repeats = 0usize;
@@ -253,19 +338,26 @@ fn unique(rule: &Rule, output: &Value) -> Option<Violation> {
             }
         }
     }
-    let (at, earlier) = first?;
+    let Some((at, earlier)) = first else {
+        return Verdict::holds(compared).count(tally);
+    };
     let more = if repeats > 1 {
         format!(" ({repeats} repeats in all)")
     } else {
         String::new()
     };
-    Some(Violation {
-        expected: format!("distinct values at {}", rule.field.rooted()),
-        found: format!("a repeat at {}", at.render()),
-        detail: format!(
-            "the value at {} repeats the value at {}{more}",
-            at.render(),
-            earlier.render()
-        ),
-    })
+    Verdict {
+        violation: Some(Violation {
+            expected: format!("distinct values at {}", rule.field.rooted()),
+            found: format!("a repeat at {}", at.render()),
+            detail: format!(
+                "the value at {} repeats the value at {}{more}",
+                at.render(),
+                earlier.render()
+            ),
+        }),
+        compared,
+        failed: repeats,
+    }
+    .count(tally)
 }
