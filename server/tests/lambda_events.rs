@@ -45,6 +45,7 @@ fn services_with(dir: &Path, free_per_day: u64) -> Arc<Services> {
         clock: Arc::new(verifier_core::clock::SystemClock),
         payments: verifier_core::payments::PaymentGate::new(None, None),
         pool: verifier_core::service::pool::WorkPool::new(Default::default()),
+        listings: Default::default(),
     })
 }
 

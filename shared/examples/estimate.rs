@@ -20,7 +20,7 @@ fn main() {
     });
     let started = Instant::now();
     let compiled = engine
-        .compile(&req.expected_schema, &mut meter, true)
+        .compile(&req.expected_schema, req.format_assertion, &mut meter, true)
         .expect("compiles");
     let compile_time = started.elapsed();
     engine

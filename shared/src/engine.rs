@@ -88,8 +88,11 @@ impl From<CompileError> for EngineError {
 #[derive(Clone)]
 struct HeldBytes;
 
-impl Weighter<[u8; 32], Arc<CompiledSchema>> for HeldBytes {
-    fn weight(&self, _key: &[u8; 32], compiled: &Arc<CompiledSchema>) -> u64 {
+/// A compiled schema's cache key: its canonical digest and whether formats are asserted.
+type SchemaKey = ([u8; 32], bool);
+
+impl Weighter<SchemaKey, Arc<CompiledSchema>> for HeldBytes {
+    fn weight(&self, _key: &SchemaKey, compiled: &Arc<CompiledSchema>) -> u64 {
         compiled.held_bytes().max(1)
     }
 }
@@ -97,7 +100,7 @@ impl Weighter<[u8; 32], Arc<CompiledSchema>> for HeldBytes {
 /// The verifier: configuration plus the compiled-schema cache.
 pub struct Engine {
     config: EngineConfig,
-    cache: Cache<[u8; 32], Arc<CompiledSchema>, HeldBytes>,
+    cache: Cache<SchemaKey, Arc<CompiledSchema>, HeldBytes>,
     schema_docs: SchemaDocs,
     schema_options: SchemaOptions,
 }
@@ -215,41 +218,56 @@ impl Engine {
         &self.config
     }
 
-    /// The compiled schema, by its canonical digest; compiled on a miss under the paid ceiling
-    /// (tests and tools; requests go through [`Engine::compile`]).
+    /// The compiled schema, by its canonical digest, formats asserted; compiled on a miss under
+    /// the paid ceiling (tests and tools; requests go through [`Engine::compile`]).
     pub fn compiled(&self, schema: &SchemaDoc) -> Result<Arc<CompiledSchema>, InvalidRequest> {
         let mut meter = Meter::new(Budgets::default().paid);
-        self.compile(schema, &mut meter, true).map_err(|e| match e {
-            EngineError::Invalid(invalid) => invalid,
-            EngineError::OverBudget(over) => InvalidRequest::one(over_budget_problem(&over)),
-            _ => schema_problem(&SchemaError::BadPattern),
-        })
+        self.compile(schema, true, &mut meter, true)
+            .map_err(|e| match e {
+                EngineError::Invalid(invalid) => invalid,
+                EngineError::OverBudget(over) => InvalidRequest::one(over_budget_problem(&over)),
+                _ => schema_problem(&SchemaError::BadPattern),
+            })
     }
 
-    /// Whether this schema is compiled already (a cache hit costs nothing to compile).
-    pub fn has_compiled(&self, schema: &SchemaDoc) -> bool {
-        self.cache.peek(&schema.digest).is_some()
+    /// Whether this schema is compiled already with formats asserted or not (a cache hit costs
+    /// nothing to compile).
+    pub fn has_compiled(&self, schema: &SchemaDoc, format_assertion: bool) -> bool {
+        self.cache
+            .peek(&(schema.digest, format_assertion))
+            .is_some()
     }
 
     /// The compiled schema from the cache, or compiled under `meter` (which is charged for the
-    /// compile and the memory it holds) and kept in the cache when `keep`.
+    /// compile and the memory it holds) and kept in the cache when `keep`. `format_assertion`
+    /// is the request's choice; engine-wide schema options (tests) override it.
     pub fn compile(
         &self,
         schema: &SchemaDoc,
+        format_assertion: bool,
         meter: &mut Meter,
         keep: bool,
     ) -> Result<Arc<CompiledSchema>, EngineError> {
-        if let Some(hit) = self.cache.get(&schema.digest) {
+        let key = (schema.digest, format_assertion);
+        if let Some(hit) = self.cache.get(&key) {
             return Ok(hit);
         }
+        let options = SchemaOptions {
+            validate_formats: Some(
+                self.schema_options
+                    .validate_formats
+                    .unwrap_or(format_assertion),
+            ),
+            ..self.schema_options.clone()
+        };
         let compiled = Arc::new(CompiledSchema::compile_metered(
             &schema.value,
             schema.canonical.len(),
-            &self.schema_options,
+            &options,
             meter,
         )?);
         if keep {
-            self.cache.insert(schema.digest, compiled.clone());
+            self.cache.insert(key, compiled.clone());
         }
         Ok(compiled)
     }
@@ -304,7 +322,7 @@ impl Engine {
         now: OffsetDateTime,
     ) -> Result<(VerifyResponse, bool), EngineError> {
         let mut meter = Meter::new(Budgets::default().paid);
-        let schema = self.compile(&req.expected_schema, &mut meter, true)?;
+        let schema = self.compile(&req.expected_schema, req.format_assertion, &mut meter, true)?;
         self.price(req, &schema, 0, &mut meter)?;
         self.report_metered(req, &schema, &mut meter, key_version, now)
     }
@@ -371,6 +389,7 @@ impl Engine {
             verified_at,
             verifier_version: VERIFIER_VERSION,
             enforce_rules: req.enforce_rules,
+            format_assertion: req.format_assertion,
             strict_content_check: req.strict_content_check,
             errors: None,
             errors_total: None,

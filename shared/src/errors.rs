@@ -359,7 +359,7 @@ impl ApiError {
 /// What to do, a minimal valid request, the price and the allowance.
 pub fn guidance(config: &ServiceConfig) -> Value {
     json!({
-        "what_to_do": "POST a JSON object with task_id, expected_schema and submitted_output to /verify/schema; add rules, bounds, enforce_rules, strict_content_check or detail as needed.",
+        "what_to_do": "POST a JSON object with task_id, expected_schema and submitted_output to /verify/schema; add rules, bounds, enforce_rules, strict_content_check, detail or format_assertion as needed.",
         "minimal_request": {
             "task_id": "task-1",
             "expected_schema": {"type": "object", "required": ["total"]},

@@ -139,7 +139,8 @@ fn write_filled_bounds(out: &mut Vec<u8>, sent: &Value) {
     }
 }
 
-/// The canonical bytes of the request document (the eight fields, every default filled),
+/// The canonical bytes of the request document (the eight fields, every default filled, and
+/// `format_assertion: false` when the caller turned format assertion off),
 /// written from its parts: `request_hash` covers exactly these bytes.
 pub fn write_request_document(out: &mut Vec<u8>, req: &VerifyRequest, output_jcs: &[u8]) {
     let bool_text = |b: bool| if b { &b"true"[..] } else { &b"false"[..] };
@@ -154,6 +155,9 @@ pub fn write_request_document(out: &mut Vec<u8>, req: &VerifyRequest, output_jcs
     out.extend_from_slice(bool_text(req.enforce_rules));
     out.extend_from_slice(b",\"expected_schema\":");
     out.extend_from_slice(&req.expected_schema.canonical);
+    if !req.format_assertion {
+        out.extend_from_slice(b",\"format_assertion\":false");
+    }
     out.extend_from_slice(b",\"rules\":");
     write_filled_rules(out, &req.rules_sent);
     out.extend_from_slice(b",\"strict_content_check\":");

@@ -227,6 +227,9 @@ pub struct VerifyResponse {
     pub verifier_version: &'static str,
     pub enforce_rules: bool,
     pub strict_content_check: bool,
+    /// Whether `format` was asserted (the default) or only an annotation (the caller's
+    /// `format_assertion: false`).
+    pub format_assertion: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub errors: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -24,6 +24,7 @@ pub const FIELDS: &[&str] = &[
     "rules",
     "enforce_rules",
     "detail",
+    "format_assertion",
 ];
 /// The keys a rule object may have.
 pub const RULE_KEYS: &[&str] = &[
@@ -165,6 +166,8 @@ pub struct VerifyRequest {
     pub submitted_output: Value,
     pub strict_content_check: bool,
     pub enforce_rules: bool,
+    /// Whether `format` is an assertion (the default, in every draft) or only an annotation.
+    pub format_assertion: bool,
     pub detail: Detail,
     /// `bounds` exactly as sent (null when absent).
     pub bounds_sent: Value,
@@ -377,6 +380,18 @@ impl VerifyRequest {
             "strict_content_check",
         );
         let enforce_rules = bool_field(&mut problems, map.get("enforce_rules"), "enforce_rules");
+        let format_assertion = match map.get("format_assertion") {
+            None => true,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                problems.push(FieldProblem::new(
+                    "format_assertion",
+                    "has the wrong type",
+                    "Send true or false (or leave the field out for true: formats are asserted).",
+                ));
+                true
+            }
+        };
         let detail = match map.get("detail") {
             None => Detail::Full,
             Some(Value::String(s)) if s == "full" => Detail::Full,
@@ -404,6 +419,7 @@ impl VerifyRequest {
             submitted_output,
             strict_content_check,
             enforce_rules,
+            format_assertion,
             detail,
             bounds_sent,
             rules_sent,
@@ -428,7 +444,8 @@ impl VerifyRequest {
         Value::Object(doc)
     }
 
-    /// The value `request_hash` is computed over: the eight fields with every default filled,
+    /// The value `request_hash` is computed over: the eight fields with every default filled
+    /// (and `format_assertion: false` when the caller turned format assertion off),
     /// including every omitted field of every rule and bound. Empty `bounds`/`rules` count as
     /// null, as the hosted service's published reference code does. This is the readable
     /// definition; the hash itself streams the same bytes from
@@ -447,6 +464,10 @@ impl VerifyRequest {
         doc.insert("bounds".into(), parts.bounds);
         doc.insert("rules".into(), parts.rules);
         doc.insert("enforce_rules".into(), Value::Bool(self.enforce_rules));
+        if !self.format_assertion {
+            // Only when asked: requests without the field hash as they always did.
+            doc.insert("format_assertion".into(), Value::Bool(false));
+        }
         Value::Object(doc)
     }
 

@@ -28,7 +28,8 @@ pub fn request_body_schema(rule_ref: &str, bound_ref: &str) -> Value {
             "bounds": {"oneOf": [{"type": "object", "additionalProperties": {"$ref": bound_ref}}, {"type": "null"}]},
             "rules": {"oneOf": [{"type": "array", "items": {"$ref": rule_ref}}, {"type": "null"}]},
             "enforce_rules": {"type": "boolean", "default": false},
-            "detail": {"type": "string", "enum": ["full", "compact"], "default": "full"}
+            "detail": {"type": "string", "enum": ["full", "compact"], "default": "full"},
+            "format_assertion": {"type": "boolean", "default": true, "description": "true (the default): `format` is an assertion in every draft, so {\"format\": \"date\"} fails \"2026-13-45\". false: `format` is only an annotation, as drafts 2019-09 and 2020-12 define it by default."}
         }
     })
 }
@@ -61,6 +62,29 @@ pub fn bound_schema() -> Value {
             "if_present": {"type": "boolean", "default": false}
         }
     })
+}
+
+/// The MCP tool `verify_schema`'s input schema: the request body, its rule and bound schemas
+/// under `$defs` (also what the bazaar extension lists for the tool).
+pub fn verify_tool_input_schema() -> Value {
+    let mut input = request_body_schema("#/$defs/Rule", "#/$defs/Bound");
+    input["$defs"] = json!({"Rule": rule_schema(), "Bound": bound_schema()});
+    input
+}
+
+/// The MCP tool `get_verification_record`'s input schema: one agent ID.
+pub fn record_tool_input_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["agent_id"],
+        "additionalProperties": false,
+        "properties": {"agent_id": agent_id_schema()}
+    })
+}
+
+/// An agent ID (a path parameter or a tool argument).
+pub fn agent_id_schema() -> Value {
+    json!({"type": "string", "minLength": 1, "maxLength": MAX_ID_CHARS})
 }
 
 #[cfg(test)]

@@ -144,14 +144,14 @@ pub const ROUTES: &[Route] = &[
         "/.well-known/agent-card.json",
         Function::Discovery,
         Pricing::Free,
-        "A2A agent card with every public key ever used to sign receipts",
+        "A2A 1.0 agent card with every public key ever used to sign receipts",
     ),
     route(
         "GET",
         "/.well-known/agent.json",
         Function::Discovery,
         Pricing::Free,
-        "The agent card at the legacy A2A path",
+        "The A2A 0.3 agent card at the legacy path",
     ),
     route(
         "GET",
@@ -159,6 +159,20 @@ pub const ROUTES: &[Route] = &[
         Function::Discovery,
         Pricing::Free,
         "x402 discovery manifest: paid resources, prices and payment options",
+    ),
+    route(
+        "GET",
+        "/.well-known/x402.json",
+        Function::Discovery,
+        Pricing::Free,
+        "x402 per-origin discovery manifest (draft well-known-discovery): items with accepts, input and output",
+    ),
+    route(
+        "GET",
+        "/server.json",
+        Function::Discovery,
+        Pricing::Free,
+        "MCP registry entry (server.json, schema 2025-12-11) for this deployment",
     ),
     route(
         "GET",

@@ -807,6 +807,7 @@ const FULL_KEYS: &[&str] = &[
     "verifier_version",
     "enforce_rules",
     "strict_content_check",
+    "format_assertion",
     "errors",
     "errors_total",
     "errors_omitted",
@@ -840,6 +841,7 @@ const COMPACT_KEYS: &[&str] = &[
     "verifier_version",
     "enforce_rules",
     "strict_content_check",
+    "format_assertion",
     "verify",
     "attestation",
 ];

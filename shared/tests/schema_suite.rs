@@ -1,4 +1,5 @@
-//! The official JSON-Schema-Test-Suite (required tests, draft 2020-12 and draft 7) run through
+//! The official JSON-Schema-Test-Suite (required tests and the optional format tests, draft
+//! 2020-12 and draft 7) run through
 //! the real pipeline: `VerifyRequest::from_value` → `Engine::verify` → the signed body's
 //! `result`. Remote references (`http://localhost:1234/...`) are served from memory out of
 //! `tests/data/json-schema-test-suite/remotes/`; nothing touches the network.
@@ -141,7 +142,19 @@ struct Tally {
     disagreements: Vec<String>,
 }
 
+/// The required 2020-12 `format.json` tests that expect `format` to be only an annotation:
+/// the service asserts formats by default (`format_assertion: false` gives the draft's own
+/// default back, tested below).
+const ANNOTATION_ONLY_TEST_SUFFIX: &str = "string is only an annotation by default";
+const ANNOTATION_ONLY_REASON: &str = "formats are assertions by default in every draft (format_assertion: false restores the annotation-only default of 2019-09 and 2020-12)";
+
 fn allowed_reason(draft_dir: &str, file: &str, case: &str, test: &str) -> Option<&'static str> {
+    if draft_dir == "draft2020-12"
+        && file == "format.json"
+        && test.ends_with(ANNOTATION_ONLY_TEST_SUFFIX)
+    {
+        return Some(ANNOTATION_ONLY_REASON);
+    }
     ALLOWED_DISAGREEMENTS
         .iter()
         .find(|(d, f, c, t, _)| {
@@ -191,7 +204,14 @@ fn run_one(
     }
 }
 
-fn run_draft(draft_dir: &str, draft: Option<Draft>, remotes: &Arc<SuiteRemotes>) -> Tally {
+/// Run every file of `tests/<draft_dir>/<sub>` (`sub` empty: the required tests); files are
+/// named `<sub>/<file>` in the allow-list.
+fn run_draft(
+    draft_dir: &str,
+    sub: &str,
+    draft: Option<Draft>,
+    remotes: &Arc<SuiteRemotes>,
+) -> Tally {
     let retriever: Arc<dyn Retrieve> = remotes.clone();
     let engine = Engine::with_schema_options(
         EngineConfig::default(),
@@ -202,7 +222,7 @@ fn run_draft(draft_dir: &str, draft: Option<Draft>, remotes: &Arc<SuiteRemotes>)
         },
     );
     let signer = SigningIdentity::from_seed("t", &[1; 32]).expect("a 32-byte seed is a valid key");
-    let dir = suite_root().join("tests").join(draft_dir);
+    let dir = suite_root().join("tests").join(draft_dir).join(sub);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("list {}: {e}", dir.display()))
         .map(|e| e.expect("directory entry").path())
@@ -210,18 +230,19 @@ fn run_draft(draft_dir: &str, draft: Option<Draft>, remotes: &Arc<SuiteRemotes>)
         .collect();
     files.sort();
     assert!(
-        files.len() > 30,
-        "expected the {draft_dir} suite files, found {}",
+        files.len() > 15,
+        "expected the {draft_dir}/{sub} suite files, found {}",
         files.len()
     );
 
     let mut tally = Tally::default();
     for path in files {
-        let file = path
-            .file_name()
-            .expect("file name")
-            .to_string_lossy()
-            .into_owned();
+        let name = path.file_name().expect("file name").to_string_lossy();
+        let file = if sub.is_empty() {
+            name.into_owned()
+        } else {
+            format!("{sub}/{name}")
+        };
         let cases = read_json(&path);
         for case in cases.as_array().expect("a suite file is an array of cases") {
             tally.cases += 1;
@@ -248,11 +269,11 @@ fn run_draft(draft_dir: &str, draft: Option<Draft>, remotes: &Arc<SuiteRemotes>)
     tally
 }
 
-fn check_draft(draft_dir: &str, draft: Option<Draft>) {
+fn check_draft(draft_dir: &str, sub: &str, draft: Option<Draft>, min_tests: usize) {
     let remotes = Arc::new(SuiteRemotes::load());
-    let tally = run_draft(draft_dir, draft, &remotes);
+    let tally = run_draft(draft_dir, sub, draft, &remotes);
     println!(
-        "{draft_dir}: {} cases, {} tests, {} agree, {} allow-listed, {} unexpected disagreements",
+        "{draft_dir}/{sub}: {} cases, {} tests, {} agree, {} allow-listed, {} unexpected disagreements",
         tally.cases,
         tally.tests,
         tally.agreements,
@@ -267,6 +288,8 @@ fn check_draft(draft_dir: &str, draft: Option<Draft>) {
         .iter()
         .filter(|(d, f, c, _, _)| {
             *d == draft_dir
+                && f.starts_with(sub)
+                && (sub.is_empty() != f.contains('/'))
                 && !tally
                     .allowed
                     .iter()
@@ -287,20 +310,70 @@ fn check_draft(draft_dir: &str, draft: Option<Draft>) {
     );
     assert_eq!(tally.agreements + tally.allowed.len(), tally.tests);
     assert!(
-        tally.tests > 900,
-        "{draft_dir}: only {} tests ran",
+        tally.tests >= min_tests,
+        "{draft_dir}/{sub}: only {} tests ran",
         tally.tests
     );
 }
 
 #[test]
 fn draft2020_12_required_suite_agrees() {
-    check_draft("draft2020-12", None);
+    check_draft("draft2020-12", "", None, 900);
 }
 
 #[test]
 fn draft7_required_suite_agrees() {
-    check_draft("draft7", Some(Draft::Draft7));
+    check_draft("draft7", "", Some(Draft::Draft7), 900);
+}
+
+/// Formats are assertions by default in every draft, so the optional format suites apply.
+#[test]
+fn draft2020_12_format_suite_agrees() {
+    check_draft("draft2020-12", "optional/format", None, 500);
+}
+
+#[test]
+fn draft7_format_suite_agrees() {
+    check_draft("draft7", "optional/format", Some(Draft::Draft7), 400);
+}
+
+/// `format_assertion: false` makes `format` an annotation again (the 2019-09 / 2020-12
+/// default), and the receipt says which applied.
+#[test]
+fn format_assertion_is_the_default_and_can_be_turned_off() {
+    let engine = Engine::new(EngineConfig::default());
+    let signer = SigningIdentity::from_seed("t", &[1; 32]).expect("a 32-byte seed is a valid key");
+    let verdict = |extra: Value| {
+        let mut request = json!({
+            "task_id": "format",
+            "expected_schema": {"type": "string", "format": "date"},
+            "submitted_output": "2026-13-45",
+        });
+        if let (Value::Object(r), Value::Object(e)) = (&mut request, extra) {
+            r.extend(e);
+        }
+        let req = VerifyRequest::from_value(request).expect("a valid request");
+        let v = engine
+            .verify(&req, &signer, time::OffsetDateTime::now_utc())
+            .expect("verifies");
+        let body: Value = serde_json::from_slice(&v.body).expect("JSON");
+        (
+            body["result"].clone(),
+            body["format_assertion"].clone(),
+            body["request_hash"].clone(),
+        )
+    };
+    let (asserted, flag, default_hash) = verdict(json!({}));
+    assert_eq!((asserted, flag), (json!("fail"), json!(true)));
+    let (explicit, _, explicit_hash) = verdict(json!({"format_assertion": true}));
+    assert_eq!(explicit, json!("fail"));
+    assert_eq!(
+        explicit_hash, default_hash,
+        "true is the default: same request hash"
+    );
+    let (annotated, flag, off_hash) = verdict(json!({"format_assertion": false}));
+    assert_eq!((annotated, flag), (json!("pass"), json!(false)));
+    assert_ne!(off_hash, default_hash, "the hash binds the choice");
 }
 
 #[test]

@@ -191,3 +191,45 @@ def test_the_402_header_decodes_to_the_x402_manifest_prices(start_server):
     offered = next(p for p in manifest["paidResources"] if p["resource"].endswith("/verify/schema"))
     assert required["accepts"] == offered["accepts"]
     assert r.json()["free_trial"]["code"] == "free_trial_exhausted"
+
+
+def test_the_per_origin_manifest_lists_every_paid_resource_as_the_402s_do(start_server):
+    """/.well-known/x402.json (x402's draft well-known-discovery): one item per paid REST route
+    and per paid MCP tool, with the live 402's `accepts` and the bazaar listing's input and
+    output lifted out of its envelope."""
+    server = start_server(allowance=0)
+    manifest = httpx.get(server.url + "/.well-known/x402.json").json()
+    assert manifest["x402Version"] == 2 and isinstance(manifest["lastUpdated"], int)
+    items = manifest["items"]
+    http = {i["resource"]["url"]: i for i in items if i["type"] == "http"}
+    assert set(http) == {server.url + p for p in ("/verify/schema", "/verify/deliverable", "/score/:agent_id")}
+    tools = {i["input"]["toolName"] for i in items if i["type"] == "mcp"}
+    assert tools == {"verify_schema", "get_verification_record"}
+    assert all(i["resource"]["url"] == server.url + "/mcp" for i in items if i["type"] == "mcp")
+
+    r = httpx.post(server.url + "/verify/schema", content=b"")
+    required = json.loads(base64.b64decode(r.headers["payment-required"]))
+    verify = http[server.url + "/verify/schema"]
+    assert verify["accepts"] == required["accepts"]
+    listing = required["extensions"]["bazaar"]["info"]
+    assert verify["input"] == {k: v for k, v in listing["input"].items() if k != "type"}
+    assert verify["output"]["example"] == listing["output"]["example"]
+    assert verify["resource"]["serviceName"] == required["resource"]["serviceName"]
+    # The example input is a real request the service answers.
+    ok = start_server(allowance=5)
+    answer = httpx.post(ok.url + "/verify/schema", json=verify["input"]["body"])
+    assert answer.status_code == 200 and answer.json()["result"] == "pass"
+    score = http[server.url + "/score/:agent_id"]
+    assert score["input"]["method"] == "GET" and score["input"]["routeTemplate"] == "/score/:agent_id"
+
+
+def test_format_assertion_is_on_by_default_and_can_be_turned_off(server):
+    body = {"task_id": "format", "agent_id": "test-format", "expected_schema": {"type": "string", "format": "date"},
+            "submitted_output": "2026-13-45"}
+    asserted = httpx.post(server.url + "/verify/schema", json=body).json()
+    assert asserted["result"] == "fail" and asserted["format_assertion"] is True
+    annotated = httpx.post(server.url + "/verify/schema", json={**body, "format_assertion": False}).json()
+    assert annotated["result"] == "pass" and annotated["format_assertion"] is False
+    assert annotated["request_hash"] != asserted["request_hash"]
+    refused = httpx.post(server.url + "/verify/schema", json={**body, "format_assertion": "no"})
+    assert refused.status_code == 422 and refused.json()["fields"][0]["field"] == "format_assertion"

@@ -226,6 +226,7 @@ impl Init {
                 wait: Duration::from_secs(1),
                 share_wait: Duration::from_secs(1),
             }),
+            listings: Default::default(),
         }))
     }
 }

@@ -1,6 +1,7 @@
-//! The A2A agent card (`/.well-known/agent-card.json`, also at `/.well-known/agent.json`): who
-//! the service is, its skills, and the attestation extension listing every public key it ever
-//! signed with, plus the request-hash test vectors.
+//! The A2A agent cards: A2A 1.0 at `/.well-known/agent-card.json` (`supportedInterfaces`) and
+//! the 0.3 card at the legacy path `/.well-known/agent.json` (`url`, `preferredTransport`), both
+//! saying who the service is, its skills, and carrying the attestation extension that lists
+//! every public key it ever signed with, plus the request-hash test vectors.
 
 use serde_json::{Value, json};
 use verifier_core::attest::{TRUST_SCORE_CONTEXT, VERIFY_CONTEXT};
@@ -12,8 +13,40 @@ use verifier_core::vectors::request_hash_vectors;
 /// The `uri` of the attestation extension (receipt verifiers look for this prefix).
 pub const ATTESTATION_EXTENSION: &str = "urn:json-schema-verifier:extension:attestation:v1";
 
-/// The card, built from the configuration and the live key ring.
+/// The A2A protocol version of [`agent_card`].
+pub const A2A_VERSION: &str = "1.0";
+/// MCP's protocol version the service prefers (it also speaks the earlier ones).
+const MCP_VERSION: &str = "2025-11-25";
+
+/// The A2A 1.0 card. The service is reached over MCP and REST rather than A2A's own
+/// bindings, so its interfaces name those (A2A's `protocolBinding` is an open string); the
+/// first, MCP, is preferred.
 pub fn agent_card(s: &Services) -> Value {
+    let legacy = legacy_agent_card(s);
+    let c = &s.config;
+    json!({
+        "name": legacy["name"],
+        "description": legacy["description"],
+        "supportedInterfaces": [
+            {"url": c.url("/mcp"), "protocolBinding": "MCP", "protocolVersion": MCP_VERSION},
+            {"url": c.url("/verify/schema"), "protocolBinding": "REST", "protocolVersion": VERIFIER_VERSION}
+        ],
+        "provider": legacy["provider"],
+        "version": VERIFIER_VERSION,
+        "documentationUrl": c.url("/docs"),
+        "capabilities": {
+            "streaming": false,
+            "pushNotifications": false,
+            "extensions": legacy["capabilities"]["extensions"]
+        },
+        "defaultInputModes": ["application/json"],
+        "defaultOutputModes": ["application/json"],
+        "skills": legacy["skills"]
+    })
+}
+
+/// The A2A 0.3 card, kept at the legacy path for clients of that version.
+pub fn legacy_agent_card(s: &Services) -> Value {
     let c = &s.config;
     let keys = s.keys.public_keys();
     let active = s.keys.current();
@@ -64,7 +97,7 @@ pub fn agent_card(s: &Services) -> Value {
                 "name": "Verify an agent's JSON output",
                 "description": format!(
                     "POST {} (or {}, or the MCP tool verify_schema) with task_id, expected_schema and submitted_output, \
-                     plus optional rules, bounds, enforce_rules, strict_content_check and detail. Returns pass/fail, \
+                     plus optional rules, bounds, enforce_rules, strict_content_check, detail and format_assertion. Returns pass/fail, \
                      the checks passed, repair hints and a signed receipt. Free allowance, then {}.",
                     c.url("/verify/schema"), c.url("/verify/deliverable"), usd(c.price_verify_units)),
                 "tags": ["json-schema", "verification", "receipts", "invoices", "x402"],

@@ -6,12 +6,14 @@
 pub mod card;
 pub mod catalog;
 mod docs;
-pub mod examples;
 mod health;
 pub mod index;
 pub mod llms;
 pub mod openapi;
+pub mod registry;
 pub mod x402;
+
+pub use verifier_core::service::examples;
 
 use axum::Router;
 use axum::extract::State;
@@ -43,8 +45,20 @@ async fn agent_card(State(s): State<Arc<Services>>) -> Response {
     json_doc(&card::agent_card(&s), "application/json")
 }
 
+async fn legacy_agent_card(State(s): State<Arc<Services>>) -> Response {
+    json_doc(&card::legacy_agent_card(&s), "application/json")
+}
+
 async fn x402_manifest(State(s): State<Arc<Services>>) -> Response {
     json_doc(&x402::manifest(&s), "application/json")
+}
+
+async fn x402_origin_manifest(State(s): State<Arc<Services>>) -> Response {
+    json_doc(&x402::origin_manifest(&s), "application/json")
+}
+
+async fn mcp_registry_entry(State(s): State<Arc<Services>>) -> Response {
+    json_doc(&registry::server_json(&s.config), "application/json")
 }
 
 async fn api_catalog(State(s): State<Arc<Services>>) -> Response {
@@ -99,8 +113,10 @@ pub fn router(services: Arc<Services>) -> Router {
         .route("/", page(root))
         .route("/health", page(health::health))
         .route("/.well-known/agent-card.json", page(agent_card))
-        .route("/.well-known/agent.json", page(agent_card))
+        .route("/.well-known/agent.json", page(legacy_agent_card))
         .route("/.well-known/x402", page(x402_manifest))
+        .route("/.well-known/x402.json", page(x402_origin_manifest))
+        .route("/server.json", page(mcp_registry_entry))
         .route("/.well-known/api-catalog", page(api_catalog))
         .route("/llms.txt", page(llms_txt))
         .route("/llms-full.txt", page(llms_full_txt))

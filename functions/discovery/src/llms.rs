@@ -112,7 +112,7 @@ fn short(s: &Services, out: &mut String) {
          - `submitted_output` (any JSON value, required; `null` is allowed but the key must be present)\n\
          - `rules` (array or null): `{{type, field, equals_field, equals, other_field, value, in_field, values, tolerance, if_present}}` with `type` one of `sum_equals`, `gte`, `lte`, `exists_in`, `unique`; paths like `total`, `items[].price`\n\
          - `bounds` (object or null): path → `{{min, max, if_present}}`\n\
-         - `enforce_rules` (bool, default false: rule violations are flags only), `strict_content_check` (bool, default false), `detail` (`full` or `compact`)\n\n\
+         - `enforce_rules` (bool, default false: rule violations are flags only), `strict_content_check` (bool, default false), `detail` (`full` or `compact`), `format_assertion` (bool, default true: `format` is checked in every draft, so a `date` must be a real date; false makes it an annotation only, the 2019-09/2020-12 default; the receipt says which applied)\n\n\
          Strict JSON: duplicate keys, integers beyond ±(2^53−1), non-finite numbers and nesting deeper than {MAX_FIELD_DEPTH} levels inside a field are refused with 422.\n",
         c.hard_body_limit
     );
@@ -205,7 +205,7 @@ pub fn llms_full_txt(s: &Services) -> String {
     let _ = writeln!(out, "## Worked example: paying with x402\n");
     let _ = writeln!(
         out,
-        "1. Once the allowance is spent, POST the same request: the answer is 402 and its `PAYMENT-REQUIRED` header is base64 of:\n\n```json\n{}\n```\n\n\
+        "1. Once the allowance is spent, POST the same request: the answer is 402 and its `PAYMENT-REQUIRED` header is base64 of the following, plus `extensions.bazaar` (the x402 Bazaar listing: the input and output with examples and their JSON Schema, left out here):\n\n```json\n{}\n```\n\n\
          2. Sign one entry of `accepts` with an x402 v2 client (EIP-3009 `transferWithAuthorization` on Base; a partially signed SPL transfer on Solana), put the PaymentPayload, base64-encoded, in `PAYMENT-SIGNATURE` and POST again.\n\
          3. The 200 answer carries `PAYMENT-RESPONSE`: base64 of `{{\"success\": true, \"transaction\": \"0x…\", \"network\": \"{BASE_NETWORK}\", \"payer\": \"0x…\"}}`. Sending the same payment again is refused (`payment_replayed`).\n\n\
          Python: `x402ClientSync().register(\"{BASE_NETWORK}\", ExactEvmClientScheme(Account.from_key(KEY)))`, then `client.create_payment_payload(decode_payment_required_header(r.headers[\"PAYMENT-REQUIRED\"]))`.\n",
@@ -216,7 +216,8 @@ pub fn llms_full_txt(s: &Services) -> String {
                     verifier_core::service::verify::DESCRIPTION
                 ),
                 s.payments.accepts(c, c.price_verify_units),
-                "Payment required"
+                "Payment required",
+                None
             ))
             .unwrap_or_default()
         )

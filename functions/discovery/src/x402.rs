@@ -1,10 +1,15 @@
-//! `/.well-known/x402`: the x402scan-compatible discovery manifest (`version: 1`, `resources`),
-//! with each paid resource's price and payment options as extra keys.
+//! The x402 discovery manifests: `/.well-known/x402`, x402scan's format (`version: 1`,
+//! `resources`) with each paid resource's price and payment options as extra keys, and
+//! `/.well-known/x402.json`, the draft per-origin manifest of x402's well-known-discovery
+//! (`x402Version: 2`, `items` with `accepts`, `input` and `output` lifted from the bazaar
+//! listings the live 402s carry).
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use verifier_core::config::usd;
+use verifier_core::payments::resource;
 use verifier_core::routes::{Pricing, paid};
-use verifier_core::service::Services;
+use verifier_core::service::listings::Listing;
+use verifier_core::service::{Services, score, verify};
 
 /// The price of a paid route, in USDC atomic units.
 pub fn price_units(s: &Services, pricing: Pricing) -> u64 {
@@ -45,5 +50,81 @@ pub fn manifest(s: &Services) -> Value {
         "x402Version": 2,
         "paidResources": details,
         "mcp": {"url": c.url("/mcp"), "tools": ["verify_schema", "get_verification_record"]},
+    })
+}
+
+/// One item of the per-origin manifest: the bazaar listing's `info` lifted to `input` and
+/// `output` (without the meta-schema envelope), with the route template for dynamic routes.
+fn item(
+    s: &Services,
+    kind: &str,
+    url: String,
+    description: &str,
+    listing: Listing,
+    units: u64,
+) -> Value {
+    let bazaar = s.listings.get(s, listing);
+    let mut input: Map<String, Value> = bazaar["info"]["input"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    input.remove("type");
+    if let Some(template) = bazaar.get("routeTemplate") {
+        input.insert("routeTemplate".into(), template.clone());
+    }
+    let output = &bazaar["info"]["output"];
+    json!({
+        "resource": resource(url, description),
+        "type": kind,
+        "accepts": s.payments.accepts(&s.config, units),
+        "input": input,
+        "output": {"mimeType": "application/json", "example": output["example"]},
+    })
+}
+
+/// `/.well-known/x402.json`.
+pub fn origin_manifest(s: &Services) -> Value {
+    let c = &s.config;
+    let mut items: Vec<Value> = paid()
+        .map(|r| {
+            let (description, listing) = match r.pricing {
+                Pricing::ScoreLookup => (score::DESCRIPTION, Listing::HttpScore),
+                _ => (verify::DESCRIPTION, Listing::HttpVerify),
+            };
+            let mut it = item(
+                s,
+                "http",
+                c.url(r.path),
+                description,
+                listing,
+                price_units(s, r.pricing),
+            );
+            if r.path.contains('{') {
+                // The live 402 names the route's template; the listing's path is the colon form.
+                it["resource"]["url"] = c.url(&r.path.replace('{', ":").replace('}', "")).into();
+            }
+            it
+        })
+        .collect();
+    items.push(item(
+        s,
+        "mcp",
+        c.url("/mcp"),
+        verify::DESCRIPTION,
+        Listing::McpVerify,
+        c.price_verify_units,
+    ));
+    items.push(item(
+        s,
+        "mcp",
+        c.url("/mcp"),
+        score::DESCRIPTION,
+        Listing::McpRecord,
+        c.price_score_units,
+    ));
+    json!({
+        "x402Version": 2,
+        "lastUpdated": s.clock.now().unix_timestamp(),
+        "items": items,
     })
 }

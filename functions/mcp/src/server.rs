@@ -15,6 +15,7 @@ use verifier_core::config::ServiceConfig;
 use verifier_core::errors::ApiError;
 use verifier_core::payments::PaymentInput;
 use verifier_core::request::VerifyRequest;
+use verifier_core::service::listings::Listing;
 use verifier_core::service::score::{self, check_agent_id};
 use verifier_core::service::verify::{VerifyCall, verify};
 use verifier_core::service::{Resource, Services};
@@ -129,6 +130,8 @@ impl ServerHandler for VerifierMcp {
                                 resource: Resource {
                                     url: "mcp://tool/verify_schema".into(),
                                     description: verifier_core::service::verify::DESCRIPTION,
+                                    listing: Listing::McpVerify,
+                                    path_param: None,
                                 },
                             };
                             tool_result(verify(s, call).await, config)
@@ -147,6 +150,8 @@ impl ServerHandler for VerifierMcp {
                             let res = Resource {
                                 url: "mcp://tool/get_verification_record".into(),
                                 description: score::DESCRIPTION,
+                                listing: Listing::McpRecord,
+                                path_param: None,
                             };
                             tool_result(
                                 score::score(s, &client, agent_id, &payment, res).await,

@@ -6,8 +6,7 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use verifier_core::config::{ServiceConfig, usd};
-use verifier_core::request::MAX_ID_CHARS;
-use verifier_core::request_schema::{bound_schema, request_body_schema, rule_schema};
+use verifier_core::request_schema::{record_tool_input_schema, verify_tool_input_schema};
 
 /// `verify_schema`: the inputs of POST /verify/schema.
 pub const VERIFY: &str = "verify_schema";
@@ -33,8 +32,6 @@ fn output_schema(answer_required: &[&str]) -> Value {
 
 /// The tool list, in a fixed order.
 pub fn tools(config: &ServiceConfig) -> Vec<Tool> {
-    let mut input = request_body_schema("#/$defs/Rule", "#/$defs/Bound");
-    input["$defs"] = json!({"Rule": rule_schema(), "Bound": bound_schema()});
     let verify = Tool::new(
         VERIFY,
         format!(
@@ -46,7 +43,7 @@ pub fn tools(config: &ServiceConfig) -> Vec<Tool> {
             config.free_per_day,
             usd(config.price_verify_units)
         ),
-        object(input),
+        object(verify_tool_input_schema()),
     )
     .with_title("Verify output against a JSON Schema")
     .with_raw_output_schema(object(output_schema(&["result", "attestation"])))
@@ -64,12 +61,7 @@ pub fn tools(config: &ServiceConfig) -> Vec<Tool> {
              Free, signed no_data answer for agents without history and for test- IDs; otherwise {} in USDC via x402.",
             usd(config.price_score_units)
         ),
-        object(json!({
-            "type": "object",
-            "required": ["agent_id"],
-            "additionalProperties": false,
-            "properties": {"agent_id": {"type": "string", "minLength": 1, "maxLength": MAX_ID_CHARS}}
-        })),
+        object(record_tool_input_schema()),
     )
     .with_title("Get verification record")
     .with_raw_output_schema(object(output_schema(&["agent_id", "attestation"])))

@@ -67,6 +67,7 @@ fn services(keys: Arc<SsmKeys>, dir: &Path) -> Services {
         clock: Arc::new(verifier_core::clock::SystemClock),
         payments: verifier_core::payments::PaymentGate::new(None, None),
         pool: verifier_core::service::pool::WorkPool::new(Default::default()),
+        listings: Default::default(),
     }
 }
 

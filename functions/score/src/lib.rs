@@ -13,6 +13,7 @@ use function_common::respond::{self, PricePath, payment_input};
 use std::sync::Arc;
 use verifier_core::ClientAddr;
 use verifier_core::errors::ApiError;
+use verifier_core::service::listings::Listing;
 use verifier_core::service::score::{DESCRIPTION, reputation, score};
 use verifier_core::service::{Resource, Services};
 
@@ -61,6 +62,8 @@ async fn score_handler(
     let resource = Resource {
         url: s.config.url("/score/{agent_id}"),
         description: DESCRIPTION,
+        listing: Listing::HttpScore,
+        path_param: Some(agent_id.clone()),
     };
     let payment = payment_input(&headers);
     reply(

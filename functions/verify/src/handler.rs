@@ -10,6 +10,7 @@ use function_common::respond::{self, payment_input};
 use function_common::{client_address, reply};
 use std::sync::Arc;
 use verifier_core::errors::ApiError;
+use verifier_core::service::listings::Listing;
 use verifier_core::service::pricing::HEAVY_BODY_BYTES;
 use verifier_core::service::verify::{BodyCall, DESCRIPTION, probe, verify_body};
 use verifier_core::service::{Resource, Services};
@@ -78,6 +79,8 @@ async fn handle(State(s): State<Arc<Services>>, req: Request, path: &'static str
     let resource = Resource {
         url: config.url(path),
         description: DESCRIPTION,
+        listing: Listing::HttpVerify,
+        path_param: None,
     };
     if bytes.is_empty() {
         // A POST with no body is an x402 discovery probe.

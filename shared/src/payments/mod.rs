@@ -3,6 +3,7 @@
 //! to the replay guard.
 
 pub mod auth;
+pub mod bazaar;
 pub mod error;
 pub mod evm;
 pub mod facilitator;

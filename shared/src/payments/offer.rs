@@ -1,6 +1,7 @@
 //! What the service offers: the x402 v2 payment requirements for a price, the PaymentRequired
 //! answer, and the `free_trial` object of an unpaid verification's 402 (SERVICE.md §7–§8).
 
+use super::bazaar;
 use super::types::{PaymentRequired, PaymentRequirements, ResourceInfo};
 use crate::config::{BASE_NETWORK, BASE_USDC, SOLANA_NETWORK, SOLANA_USDC, ServiceConfig};
 use base64::Engine as _;
@@ -46,30 +47,39 @@ pub fn accepts(
     out
 }
 
-/// The resource a payment buys, as PaymentRequired names it.
+/// The resource a payment buys, as PaymentRequired names it, with the Bazaar's service
+/// metadata.
 pub fn resource(url: String, description: &str) -> ResourceInfo {
     ResourceInfo {
         url,
         description: Some(description.to_owned()),
         mime_type: Some("application/json".into()),
+        service_name: Some(bazaar::SERVICE_NAME.to_owned()),
+        tags: Some(bazaar::TAGS.iter().map(|t| (*t).to_owned()).collect()),
     }
 }
 
-/// The x402 v2 PaymentRequired object.
+/// The x402 v2 PaymentRequired object: the payment-identifier extension is declared always,
+/// the bazaar listing (`{info, schema}`) when the resource has one.
 pub fn payment_required(
     resource: ResourceInfo,
     accepts: Vec<PaymentRequirements>,
     error: &str,
+    listing: Option<Value>,
 ) -> PaymentRequired {
+    let mut extensions = Map::from_iter([(
+        super::identifier::PAYMENT_IDENTIFIER.to_owned(),
+        super::identifier::declaration(),
+    )]);
+    if let Some(listing) = listing {
+        extensions.insert(bazaar::BAZAAR.to_owned(), listing);
+    }
     PaymentRequired {
         x402_version: 2,
         error: Some(error.to_owned()),
         resource,
         accepts,
-        extensions: Map::from_iter([(
-            super::identifier::PAYMENT_IDENTIFIER.to_owned(),
-            super::identifier::declaration(),
-        )]),
+        extensions,
     }
 }
 

@@ -30,6 +30,12 @@ pub struct ResourceInfo {
     pub description: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
+    /// Bazaar service metadata: the service's name (printable ASCII, ≤ 32 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_name: Option<String>,
+    /// Bazaar service metadata: up to 5 topical tags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
 }
 
 /// What a client must pay (the `PAYMENT-REQUIRED` header and the 402 body).

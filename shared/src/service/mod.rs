@@ -2,6 +2,8 @@
 //! score lookup (free `no_data` or paid), the reputation history. REST handlers and MCP tools
 //! both call these and only translate the [`Reply`].
 
+pub mod examples;
+pub mod listings;
 pub mod paid;
 pub mod pool;
 pub mod pricing;
@@ -34,6 +36,8 @@ pub struct Services {
     pub payments: PaymentGate,
     /// The bounded pool costly verifications run on.
     pub pool: pool::WorkPool,
+    /// The bazaar listings of the paid resources (built on the first 402).
+    pub listings: listings::Listings,
 }
 
 /// How an answered call was paid for.
@@ -117,4 +121,9 @@ pub enum Reply {
 pub struct Resource {
     pub url: String,
     pub description: &'static str,
+    /// How the Bazaar lists it.
+    pub listing: listings::Listing,
+    /// The value of the route's path parameter (the score route's agent ID), which the
+    /// listing names as this request's `pathParams`.
+    pub path_param: Option<String>,
 }

@@ -38,6 +38,7 @@ pub fn demand(
             resource(res.url.clone(), res.description),
             s.payments.accepts(&s.config, amount),
             &message,
+            Some(s.listings.for_resource(s, res)),
         ),
         free_trial,
         error,

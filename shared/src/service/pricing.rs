@@ -94,7 +94,9 @@ fn attempt(
     body_len: usize,
     meter: &mut Meter,
 ) -> Result<Arc<CompiledSchema>, EngineError> {
-    let compiled = s.engine.compile(&req.expected_schema, meter, true)?;
+    let compiled = s
+        .engine
+        .compile(&req.expected_schema, req.format_assertion, meter, true)?;
     s.engine.price(req, &compiled, body_len, meter)?;
     Ok(compiled)
 }
@@ -156,13 +158,22 @@ pub(super) async fn price<'s>(
 /// 422 rather than a 402.
 pub(super) fn second_look(s: &Services, call: &VerifyCall<'_>, over: OverBudget) -> OverBudget {
     let paid = s.config.budgets.paid;
-    if over.past(paid) || !s.engine.has_compiled(&call.request.expected_schema) {
+    if over.past(paid)
+        || !s
+            .engine
+            .has_compiled(&call.request.expected_schema, call.request.format_assertion)
+    {
         return over;
     }
     let mut meter = Meter::new(paid);
     let repriced = s
         .engine
-        .compile(&call.request.expected_schema, &mut meter, false)
+        .compile(
+            &call.request.expected_schema,
+            call.request.format_assertion,
+            &mut meter,
+            false,
+        )
         .and_then(|compiled| {
             s.engine
                 .price_capped(

@@ -103,7 +103,11 @@ fn is_test_id(agent_id: &str) -> bool {
 }
 
 /// Build and sign a score answer.
-fn signed_score(s: &Services, agent_id: &str, history: &AgentHistory) -> Result<Vec<u8>, ApiError> {
+pub(crate) fn signed_score(
+    s: &Services,
+    agent_id: &str,
+    history: &AgentHistory,
+) -> Result<Vec<u8>, ApiError> {
     let signer = s.keys.current();
     let computed_at = rfc3339_micros(s.clock.now());
     let sample = history.passes + history.fails;

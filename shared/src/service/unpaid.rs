@@ -120,7 +120,8 @@ pub(super) fn over_free_budget(
 /// The static screen of a request headed for a 402: its schema must be one the service can
 /// compile, checked without compiling it (nothing is compiled or cached for a 402).
 pub(super) fn screen(s: &Services, schema: &SchemaDoc) -> Result<(), ApiError> {
-    if s.engine.has_compiled(schema) {
+    // Formats do not decide whether a schema compiles: either compiled form will do.
+    if s.engine.has_compiled(schema, true) || s.engine.has_compiled(schema, false) {
         return Ok(());
     }
     crate::checks::schema::screen(&schema.value).map_err(|e| {

@@ -1,8 +1,10 @@
-//! Worked examples for the documents, computed by the engine itself (never pasted): the
-//! hosted invoice draft (it fails its sum rule) and the corrected invoice (it passes).
+//! Worked examples for the documents and the bazaar listings, computed by the engine itself
+//! (never pasted): the hosted invoice draft (it fails its sum rule), the corrected invoice (it
+//! passes), and a signed trust score.
 
+use super::Services;
+use crate::store::AgentHistory;
 use serde_json::{Value, json};
-use verifier_core::service::Services;
 
 /// The invoice draft request: three line items whose totals do not add up to `total`.
 pub fn invoice_request(agent_id: &str) -> Value {
@@ -61,5 +63,23 @@ pub fn response_to(s: &Services, request: &Value) -> Value {
         .ok()
         .and_then(|req| s.engine.verify(&req, &signer, s.clock.now()).ok())
         .and_then(|v| serde_json::from_slice(&v.body).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// The agent ID the score examples name.
+pub const EXAMPLE_AGENT: &str = "example-invoice-agent";
+
+/// A signed trust score for an agent with 47 passes and 3 fails (nothing is read or recorded).
+pub fn score_example(s: &Services) -> Value {
+    let history = AgentHistory {
+        passes: 47,
+        fails: 3,
+        first_seen: Some("2026-11-02T09:14:05.000000+00:00".into()),
+        last_seen: Some("2026-12-01T17:40:12.000000+00:00".into()),
+        recent: Vec::new(),
+    };
+    super::score::signed_score(s, EXAMPLE_AGENT, &history)
+        .ok()
+        .and_then(|body| serde_json::from_slice(&body).ok())
         .unwrap_or(Value::Null)
 }
