@@ -92,8 +92,10 @@ pub struct CheckedEvm {
     pub payer: String,
     /// The authorization nonce, lowercase hex with `0x`.
     pub nonce: String,
-    /// Unix seconds after which the authorization is worthless (at most `maxTimeoutSeconds`
-    /// plus the clock skew from now).
+    /// Unix seconds before which the authorization cannot be used (saturated at `u64::MAX`).
+    pub valid_after: u64,
+    /// Unix seconds after which the authorization is worthless (saturated at `u64::MAX`;
+    /// [`check_window`] holds it to `maxTimeoutSeconds` plus the clock skew from now).
     pub valid_before: u64,
     /// The signature's form.
     pub signature_form: SignatureForm,
@@ -153,11 +155,46 @@ fn signing_hash(
     Ok(msg.eip712_signing_hash(&domain))
 }
 
-/// Check an EVM `exact` payment against the requirement it matched, at unix time `now`.
+/// Check an EVM `exact` payment against the requirement it matched, at unix time `now`:
+/// [`inspect`], then [`check_window`].
 pub fn check(
     payment: &PaymentPayload,
     req: &PaymentRequirements,
     now: u64,
+) -> Result<CheckedEvm, PaymentError> {
+    let checked = inspect(payment, req)?;
+    check_window(&checked, req, now)?;
+    Ok(checked)
+}
+
+/// The authorization's validity window at unix time `now`: not expired (with a buffer for
+/// settlement), not valid for longer than the offer's `maxTimeoutSeconds` plus clock skew,
+/// already valid.
+pub fn check_window(
+    checked: &CheckedEvm,
+    req: &PaymentRequirements,
+    now: u64,
+) -> Result<(), PaymentError> {
+    if checked.valid_before < now.saturating_add(VALIDITY_BUFFER) {
+        return Err(PaymentError::AuthorizationExpired);
+    }
+    let latest = now
+        .saturating_add(req.max_timeout_seconds)
+        .saturating_add(CLOCK_SKEW_SECONDS);
+    if checked.valid_before > latest {
+        return Err(PaymentError::ValidityTooLong);
+    }
+    if checked.valid_after > now {
+        return Err(PaymentError::AuthorizationNotYetValid);
+    }
+    Ok(())
+}
+
+/// The checks that do not depend on the time: recipient, amount, a nonce, and the signature
+/// in a form the exact-EVM scheme admits (an ECDSA one recovered to the payer).
+pub fn inspect(
+    payment: &PaymentPayload,
+    req: &PaymentRequirements,
 ) -> Result<CheckedEvm, PaymentError> {
     let payload: ExactEvmPayload = serde_json::from_value(payment.payload.clone())
         .map_err(|_| PaymentError::PayloadInvalid)?;
@@ -175,18 +212,6 @@ pub fn check(
     }
     let valid_after = uint(&auth.valid_after)?;
     let valid_before = uint(&auth.valid_before)?;
-    if valid_before < U256::from(now.saturating_add(VALIDITY_BUFFER)) {
-        return Err(PaymentError::AuthorizationExpired);
-    }
-    let latest = now
-        .saturating_add(req.max_timeout_seconds)
-        .saturating_add(CLOCK_SKEW_SECONDS);
-    if valid_before > U256::from(latest) {
-        return Err(PaymentError::ValidityTooLong);
-    }
-    if valid_after > U256::from(now) {
-        return Err(PaymentError::AuthorizationNotYetValid);
-    }
     let nonce = B256::from_str(&auth.nonce).map_err(|_| PaymentError::PayloadInvalid)?;
 
     let signature = alloy_primitives::hex::decode(&payload.signature)
@@ -220,6 +245,7 @@ pub fn check(
     Ok(CheckedEvm {
         payer: format!("{from:#x}"),
         nonce: format!("{nonce:#x}"),
+        valid_after: u64::try_from(valid_after).unwrap_or(u64::MAX),
         valid_before: u64::try_from(valid_before).unwrap_or(u64::MAX),
         signature_form: form,
     })
@@ -285,6 +311,26 @@ mod tests {
         );
     }
 
+    /// The time-independent checks pass an expired authorization (a kept answer may be
+    /// fetched with it) and still refuse a bad signature; the window alone judges the time.
+    #[test]
+    fn inspection_is_independent_of_the_time_and_the_window_is_not() {
+        let (payment, req) = vector();
+        let expired = 1_900_000_100;
+        let checked = inspect(&payment, &req).expect("the signature and amounts are right");
+        assert_eq!(
+            check_window(&checked, &req, expired),
+            Err(PaymentError::AuthorizationExpired)
+        );
+        assert_eq!(check_window(&checked, &req, 1_899_999_950), Ok(()));
+        let mut forged = payment.clone();
+        forged.payload["signature"] = format!("0x{}", "ab".repeat(65)).into();
+        assert_eq!(
+            inspect(&forged, &req).map(|_| ()),
+            Err(PaymentError::InvalidSignature)
+        );
+    }
+
     #[test]
     fn tampering_is_caught_locally() {
         let (payment, req) = vector();
@@ -308,13 +354,15 @@ mod tests {
                 ),
                 PaymentError::RecipientMismatch,
             ),
+            // The signature covers the window: a changed window is a forged signature (the
+            // window itself is judged after the signature, see check_window's tests).
             (
                 with("/authorization/validBefore", json!("1899999953")),
-                PaymentError::AuthorizationExpired,
+                PaymentError::InvalidSignature,
             ),
             (
                 with("/authorization/validAfter", json!("1899999990")),
-                PaymentError::AuthorizationNotYetValid,
+                PaymentError::InvalidSignature,
             ),
             (
                 with(
@@ -365,11 +413,29 @@ mod tests {
             check(&payment, &req, 1_900_000_000 - 181),
             Err(PaymentError::ValidityTooLong)
         );
+        // Windows as signed authorizations carry them (the signature is checked before).
+        let facts = |valid_after: u64, valid_before: u64| CheckedEvm {
+            valid_after,
+            valid_before,
+            ..inspect(&payment, &req).expect("valid")
+        };
+        let now = 1_899_999_950;
+        for (window, expected) in [
+            (facts(0, u64::MAX), Err(PaymentError::ValidityTooLong)),
+            (facts(0, now + 3), Err(PaymentError::AuthorizationExpired)),
+            (
+                facts(now + 40, now + 100),
+                Err(PaymentError::AuthorizationNotYetValid),
+            ),
+            (facts(now, now + 100), Ok(())),
+        ] {
+            assert_eq!(check_window(&window, &req, now), expected);
+        }
         let mut forever = payment.clone();
         forever.payload["authorization"]["validBefore"] = json!(U256::MAX.to_string());
         assert_eq!(
-            check(&forever, &req, 1_899_999_950),
-            Err(PaymentError::ValidityTooLong)
+            check(&forever, &req, now),
+            Err(PaymentError::InvalidSignature)
         );
     }
 

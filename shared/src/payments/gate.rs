@@ -75,6 +75,46 @@ pub struct Checked {
     pub payment_id: Option<String>,
 }
 
+/// A payment that passed every local check that does not depend on the time (what a kept
+/// answer is looked up with: a lost answer may be fetched after the authorization expired).
+#[derive(Debug, Clone)]
+pub struct Inspected {
+    pub payload: PaymentPayload,
+    pub requirements: PaymentRequirements,
+    /// The payer's address.
+    pub payer: String,
+    /// Its identity in the replay guard (network, payer, nonce or transaction signature).
+    pub replay_key: String,
+    /// The x402 `payment-identifier` id, when the payment carries one.
+    pub payment_id: Option<String>,
+    /// The EVM authorization's facts (its validity window), for an EVM payment.
+    evm: Option<evm::CheckedEvm>,
+}
+
+impl Inspected {
+    /// The time-dependent checks at `now` (unix seconds): an EVM authorization's validity
+    /// window; then how long the replay guard keeps the payment.
+    pub fn at(self, now: i64) -> Result<Checked, PaymentError> {
+        let keep_until = match &self.evm {
+            Some(e) => {
+                evm::check_window(e, &self.requirements, now.max(0) as u64)?;
+                i64::try_from(e.valid_before)
+                    .unwrap_or(i64::MAX / 2)
+                    .saturating_add(EVM_REPLAY_MARGIN)
+            }
+            None => now + SOLANA_REPLAY_SECONDS,
+        };
+        Ok(Checked {
+            payload: self.payload,
+            requirements: self.requirements,
+            payer: self.payer,
+            replay_key: self.replay_key,
+            keep_until,
+            payment_id: self.payment_id,
+        })
+    }
+}
+
 /// A payment that passed every check and the facilitator's `/verify`; not yet settled.
 #[derive(Debug, Clone)]
 pub struct Authorized {
@@ -200,14 +240,24 @@ impl PaymentGate {
     }
 
     /// Check a payment against the offered requirements, locally and without any network or
-    /// store call: decoding, the matching offer, the scheme's own checks (amount, recipient,
-    /// validity window, signature). `now` is unix seconds.
+    /// store call: [`PaymentGate::inspect`], then [`Inspected::at`] `now` (unix seconds).
     pub fn precheck(
         &self,
         input: &PaymentInput,
         offered: &[PaymentRequirements],
         now: i64,
     ) -> Result<Checked, PaymentError> {
+        self.inspect(input, offered)?.at(now)
+    }
+
+    /// The local checks that do not depend on the time: decoding, the payment identifier's
+    /// form, the matching offer, the scheme's own checks (amount, recipient, signature; Solana:
+    /// the whole transaction). No network or store call.
+    pub fn inspect(
+        &self,
+        input: &PaymentInput,
+        offered: &[PaymentRequirements],
+    ) -> Result<Inspected, PaymentError> {
         if self.facilitator.is_none() {
             return Err(PaymentError::NotConfigured);
         }
@@ -218,33 +268,30 @@ impl PaymentGate {
             .find(|o| matches(o, &payload.accepted))
             .cloned()
             .ok_or(PaymentError::NoMatchingRequirements)?;
-        let (payer, replay_key, keep_until) = if requirements.network.starts_with("eip155:") {
-            let checked = evm::check(&payload, &requirements, now.max(0) as u64)?;
+        let (payer, replay_key, evm) = if requirements.network.starts_with("eip155:") {
+            let checked = evm::inspect(&payload, &requirements)?;
             let key = format!(
                 "{}#{}#{}",
                 requirements.network, checked.payer, checked.nonce
             );
-            let until = i64::try_from(checked.valid_before)
-                .unwrap_or(i64::MAX / 2)
-                .saturating_add(EVM_REPLAY_MARGIN);
-            (checked.payer, key, until)
+            (checked.payer.clone(), key, Some(checked))
         } else if requirements.network.starts_with("solana:") {
             let checked = svm::check(&payload, &requirements)?;
             let key = format!(
                 "{}#{}#{}",
                 requirements.network, checked.payer, checked.signature
             );
-            (checked.payer, key, now + SOLANA_REPLAY_SECONDS)
+            (checked.payer, key, None)
         } else {
             return Err(PaymentError::NoMatchingRequirements);
         };
-        Ok(Checked {
+        Ok(Inspected {
             payload,
             requirements,
             payer,
             replay_key,
-            keep_until,
             payment_id,
+            evm,
         })
     }
 

@@ -4,9 +4,9 @@
 
 use super::{Answer, Billing, PaymentDemand, Reply, Resource, Services};
 use crate::errors::ApiError;
-use crate::payments::identifier::{self, fingerprint};
+use crate::payments::identifier::fingerprint;
 use crate::payments::{
-    Checked, PaymentError, PaymentInput, SettlementResponse, payment_required, resource,
+    Checked, Inspected, PaymentError, PaymentInput, SettlementResponse, payment_required, resource,
 };
 use crate::store::{Outcome, PaidAnswer};
 use serde_json::Value;
@@ -53,24 +53,22 @@ pub struct Keep {
     fingerprint: String,
 }
 
-/// A payment that carries an x402 `payment-identifier` id, looked up before any other check
-/// (a lost answer may be fetched again after the authorization's validity ended): the kept
-/// answer when the same payment and request were answered before (no second settlement, no
-/// second count), a 409 when the id answered something else, else where to keep this answer.
-/// `request` is only called when there is an id.
+/// A payment that carries an x402 `payment-identifier` id, looked up once the payment passed
+/// its time-independent local checks ([`inspect`]; a lost answer may be fetched again after
+/// the authorization's validity ended): the kept answer when the same payment and request were
+/// answered before (no second settlement, no second count), a 409 when the id answered
+/// something else, else where to keep this answer. `request` is only called when there is an
+/// id.
 pub async fn recall(
     s: &Services,
-    input: &PaymentInput,
+    payment: &Inspected,
     res: &Resource,
     request: impl FnOnce() -> Vec<u8>,
 ) -> Result<Option<Keep>, Reply> {
-    let Ok(payload) = input.decode() else {
-        return Ok(None); // the local checks name the problem
-    };
-    let Ok(Some(id)) = identifier::payment_id(&payload) else {
+    let Some(id) = payment.payment_id.clone() else {
         return Ok(None);
     };
-    let fingerprint = fingerprint(&payload, &res.url, &request());
+    let fingerprint = fingerprint(&payment.payload, &res.url, &request());
     let now = s.clock.now().unix_timestamp();
     match s.store.paid_answer(&id, now).await {
         Ok(None) => Ok(Some(Keep { id, fingerprint })),
@@ -101,19 +99,24 @@ async fn keep(s: &Services, keep: &Keep, body: &[u8], settlement: &SettlementRes
     }
 }
 
-/// Check a payment locally (no network, no store) against what `amount` buys; a 402 naming
-/// the problem when it fails.
-pub fn precheck(
+/// The local checks of a payment that do not depend on the time (no network, no store),
+/// against what `amount` buys.
+pub fn inspect(s: &Services, input: &PaymentInput, amount: u64) -> Result<Inspected, PaymentError> {
+    s.payments
+        .inspect(input, &s.payments.accepts(&s.config, amount))
+}
+
+/// The time-dependent checks of an inspected payment (its validity window); a 402 naming the
+/// problem when they fail.
+pub fn admit(
     s: &Services,
-    input: &PaymentInput,
+    payment: Inspected,
     amount: u64,
     res: &Resource,
     free_trial: Option<Value>,
 ) -> Result<Checked, Box<Reply>> {
-    let offered = s.payments.accepts(&s.config, amount);
-    let now = s.clock.now().unix_timestamp();
-    s.payments
-        .precheck(input, &offered, now)
+    payment
+        .at(s.clock.now().unix_timestamp())
         .map_err(|e| Box::new(demand(s, amount, res, Some(e), None, free_trial)))
 }
 

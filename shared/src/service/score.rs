@@ -1,7 +1,7 @@
 //! The trust score (`GET /score/{agent_id}`, MCP `get_verification_record`) and the free
 //! reputation history (`GET /reputation/{agent_id}`).
 
-use super::paid::{charge, demand, precheck};
+use super::paid::{admit, charge, demand, inspect, recall};
 use super::verify::store_error as map_store_error;
 use super::{Answer, Billing, Reply, Resource, Services};
 use crate::attest::{TRUST_SCORE_CONTEXT, attest, with_attestation};
@@ -164,11 +164,15 @@ pub async fn score(
     if !payment.is_present() {
         return demand(s, price, &res, None, None, None);
     }
-    let kept = match super::paid::recall(s, payment, &res, || agent_id.as_bytes().to_vec()).await {
+    let inspected = match inspect(s, payment, price) {
+        Ok(i) => i,
+        Err(e) => return demand(s, price, &res, Some(e), None, None),
+    };
+    let kept = match recall(s, &inspected, &res, || agent_id.as_bytes().to_vec()).await {
         Ok(kept) => kept,
         Err(answered) => return answered,
     };
-    let checked = match precheck(s, payment, price, &res, None) {
+    let checked = match admit(s, inspected, price, &res, None) {
         Ok(c) => c,
         Err(demand) => return *demand,
     };

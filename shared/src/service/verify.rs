@@ -19,7 +19,7 @@
 //! facilitator has verified the payment (so only a funded payer can buy that work), and any
 //! refusal after the claim gives the payment back.
 
-use super::paid::{charge, demand, precheck};
+use super::paid::{admit, charge, demand, inspect, recall};
 use super::pool::Share;
 use super::pricing::{HEAVY_BODY_BYTES, Refused, price, second_look};
 use super::unpaid::{allowance_spent, over_free_budget, over_free_size, screen, trial};
@@ -211,13 +211,40 @@ async fn verify_in<'s>(
     }
 }
 
+/// The `free_trial` object of a 402 for `client` now (one store read; an unavailable store
+/// reads as nothing used).
+async fn trial_now(s: &Services, client: &str) -> serde_json::Value {
+    let used = s
+        .store
+        .free_used(client, &utc_day(s.clock.now()))
+        .await
+        .unwrap_or(0);
+    trial(s, used)
+}
+
 /// A paid verification.
 async fn paid<'s>(
     s: &'s Arc<Services>,
     call: &VerifyCall<'_>,
     slot: Option<super::pool::Slot<'s>>,
 ) -> Reply {
-    let kept = match super::paid::recall(s, call.payment, &call.resource, || {
+    let price_units = s.config.price_verify_units;
+    // The payment's own checks come first: junk costs no store read.
+    let inspected = match inspect(s, call.payment, price_units) {
+        Ok(i) => i,
+        Err(e) => {
+            let free_trial = trial_now(s, call.client).await;
+            return demand(
+                s,
+                price_units,
+                &call.resource,
+                Some(e),
+                None,
+                Some(free_trial),
+            );
+        }
+    };
+    let kept = match recall(s, &inspected, &call.resource, || {
         // The request document `request_hash` covers, and the answer's detail level.
         let req = &*call.request;
         let mut doc = format!("{:?}\n", req.detail).into_bytes();
@@ -231,16 +258,10 @@ async fn paid<'s>(
         Err(answered) => return answered,
     };
     let now = s.clock.now();
-    let price_units = s.config.price_verify_units;
-    let used = s
-        .store
-        .free_used(call.client, &utc_day(now))
-        .await
-        .unwrap_or(0);
-    let free_trial = trial(s, used);
-    let checked = match precheck(
+    let free_trial = trial_now(s, call.client).await;
+    let checked = match admit(
         s,
-        call.payment,
+        inspected,
         price_units,
         &call.resource,
         Some(free_trial.clone()),
