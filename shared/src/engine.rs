@@ -59,6 +59,18 @@ pub struct Verification {
     pub verification_id: String,
     /// The `verified_at` timestamp.
     pub verified_at: String,
+    /// How many checks applied (schema assertions, rule and bound checks, content checks).
+    /// A verification that checked nothing is evidence of nothing and enters no history.
+    pub checks: usize,
+}
+
+/// What a report established besides its body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict {
+    /// Whether the result is `pass`.
+    pub passed: bool,
+    /// How many checks applied.
+    pub checks: usize,
 }
 
 /// An internal failure that is not the caller's fault.
@@ -320,7 +332,7 @@ impl Engine {
         req: &VerifyRequest,
         key_version: &str,
         now: OffsetDateTime,
-    ) -> Result<(VerifyResponse, bool), EngineError> {
+    ) -> Result<(VerifyResponse, Verdict), EngineError> {
         let mut meter = Meter::new(Budgets::default().paid);
         let schema = self.compile(&req.expected_schema, req.format_assertion, &mut meter, true)?;
         self.price(req, &schema, 0, &mut meter)?;
@@ -336,7 +348,7 @@ impl Engine {
         meter: &mut Meter,
         key_version: &str,
         now: OffsetDateTime,
-    ) -> Result<(VerifyResponse, bool), EngineError> {
+    ) -> Result<(VerifyResponse, Verdict), EngineError> {
         let hashes = receipt_hashes(req)?;
         let output = &req.submitted_output;
 
@@ -415,7 +427,8 @@ impl Engine {
                 Ratio::new(integrity_total - integrity_failed, integrity_total),
             ));
         }
-        Ok((response, passed))
+        let checks = outcome.total + integrity_total;
+        Ok((response, Verdict { passed, checks }))
     }
 
     /// Run every check, build the report and sign it.
@@ -425,8 +438,8 @@ impl Engine {
         signer: &SigningIdentity,
         now: OffsetDateTime,
     ) -> Result<Verification, EngineError> {
-        let (response, passed) = self.report(req, signer.key_version(), now)?;
-        self.sign(response, passed, signer)
+        let (response, verdict) = self.report(req, signer.key_version(), now)?;
+        self.sign(response, verdict, signer)
     }
 
     /// Run every check against a compiled, priced schema and sign the report.
@@ -438,15 +451,15 @@ impl Engine {
         signer: &SigningIdentity,
         now: OffsetDateTime,
     ) -> Result<Verification, EngineError> {
-        let (response, passed) =
+        let (response, verdict) =
             self.report_metered(req, schema, meter, signer.key_version(), now)?;
-        self.sign(response, passed, signer)
+        self.sign(response, verdict, signer)
     }
 
     fn sign(
         &self,
         response: VerifyResponse,
-        passed: bool,
+        verdict: Verdict,
         signer: &SigningIdentity,
     ) -> Result<Verification, EngineError> {
         let verified_at = response.verified_at.clone();
@@ -455,9 +468,10 @@ impl Engine {
         let body = with_attestation(response.to_json()?, &attestation)?;
         Ok(Verification {
             body,
-            passed,
+            passed: verdict.passed,
             verification_id,
             verified_at,
+            checks: verdict.checks,
         })
     }
 }

@@ -88,3 +88,21 @@ def test_agent_id_rules_in_the_path(server):
         assert too_long not in r.text
         ok = httpx.get(server.url + route + "%E2%9C%93" * 200)  # 200 characters once decoded
         assert ok.status_code in (200, 402), ok.text
+
+
+@pytest.mark.parametrize("schema", [{}, True, {"description": "asserts nothing"}])
+def test_a_verification_that_checks_nothing_changes_no_history(server, schema):
+    """Issue 19: a verification with no schema assertion applied, no rule and no bound is
+    evidence of nothing, so it enters no history and cannot move a score."""
+    agent = "rival-agent-" + str(abs(hash(json.dumps(schema))) % 10_000)
+    for _ in range(5):
+        body = {"task_id": "t", "agent_id": agent, "expected_schema": schema, "submitted_output": {"x": 1}}
+        r = httpx.post(server.url + "/verify/schema", json=body, timeout=30)
+        assert r.status_code == 200 and r.json()["result"] == "pass", r.text
+    history = httpx.get(f"{server.url}/reputation/{agent}").json()
+    assert (history["passes"], history["fails"], history["total"]) == (0, 0, 0)
+    assert httpx.get(f"{server.url}/score/{agent}").json()["reason"] == "no_data"
+    # One assertion applied is evidence: it counts.
+    verify(server, agent, passing=False)
+    history = httpx.get(f"{server.url}/reputation/{agent}").json()
+    assert (history["passes"], history["fails"]) == (0, 1)

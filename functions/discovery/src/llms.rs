@@ -107,7 +107,7 @@ fn short(s: &Services, out: &mut String) {
         out,
         "A JSON object (at most {} bytes; larger bodies get 413):\n\n\
          - `task_id` (string, 1–{MAX_ID_CHARS} characters, required)\n\
-         - `agent_id` (string, 1–{MAX_ID_CHARS} characters, or null; `test-` IDs are never recorded)\n\
+         - `agent_id` (string, 1–{MAX_ID_CHARS} characters, or null; `test-` IDs are never recorded, nor is a verification that checked nothing)\n\
          - `expected_schema` (JSON Schema object or boolean, required; draft 2020-12 unless `$schema` says 4, 6, 7 or 2019-09; no remote or file `$ref`)\n\
          - `submitted_output` (any JSON value, required; `null` is allowed but the key must be present)\n\
          - `rules` (array or null): `{{type, field, equals_field, equals, other_field, value, in_field, values, tolerance, if_present}}` with `type` one of `sum_equals`, `gte`, `lte`, `exists_in`, `unique`; paths like `total`, `items[].price`\n\

@@ -34,7 +34,7 @@ fn method() -> Method {
         name: trust::METHOD,
         version: trust::METHOD_VERSION,
         confidence: trust::CONFIDENCE,
-        description: "lower bound of the 95% Wilson score interval of passes / (passes + fails); every free and paid verification counts; test- IDs never do",
+        description: "lower bound of the 95% Wilson score interval of passes / (passes + fails); every free and paid verification that checked something counts; test- IDs and verifications that checked nothing never do",
     }
 }
 

@@ -319,8 +319,11 @@ fn paid_refusal(r: Refused) -> ApiError {
 
 /// The outcome an answered verification adds to the agent's history (none for `test-` IDs
 /// and a null agent).
+/// The outcome a verification adds to its agent's history: none for `test-` or absent IDs,
+/// and none for a verification that checked nothing (a schema asserting nothing, no rule, no
+/// bound): it is evidence of nothing, so it cannot move a score.
 fn outcome_of(req: &VerifyRequest, v: &Verification) -> Option<Outcome> {
-    req.records_history().then(|| Outcome {
+    (req.records_history() && v.checks > 0).then(|| Outcome {
         agent_id: req.agent_id.clone().unwrap_or_default(),
         verification_id: v.verification_id.clone(),
         result: if v.passed { "pass" } else { "fail" }.into(),
