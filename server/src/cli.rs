@@ -25,6 +25,40 @@ pub enum Command {
         #[command(subcommand)]
         action: ReceiptAction,
     },
+    /// A seller's key-based agent identity: make a key, sign a deliverable.
+    Agent {
+        #[command(subcommand)]
+        action: AgentAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentAction {
+    /// Make an Ed25519 key (written owner-only) and print its agent ID (`did:key:z6Mk…`).
+    Keygen(AgentKeygenOpts),
+    /// Sign a deliverable: print agent_id, output_hash and agent_signature for the request.
+    Sign(AgentSignOpts),
+}
+
+/// Options of `agent keygen`.
+#[derive(Debug, Args)]
+pub struct AgentKeygenOpts {
+    /// Where to write the key (refused if it exists).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// Options of `agent sign`.
+#[derive(Debug, Args)]
+pub struct AgentSignOpts {
+    /// The key file `agent keygen` wrote.
+    #[arg(long)]
+    pub key: PathBuf,
+    /// The task the output was delivered for (the request's task_id).
+    #[arg(long)]
+    pub task_id: String,
+    /// The output (a JSON file), as the buyer will submit it.
+    pub output: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]

@@ -94,7 +94,7 @@ pub fn load_or_create(dir: &Path) -> Result<StaticKeys, KeyFileError> {
 }
 
 /// Refuse a key file that others than its owner can read (Unix).
-fn refuse_shared(path: &Path) -> Result<(), KeyFileError> {
+pub(crate) fn refuse_shared(path: &Path) -> Result<(), KeyFileError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -110,7 +110,7 @@ fn refuse_shared(path: &Path) -> Result<(), KeyFileError> {
     Ok(())
 }
 
-fn write_private(path: &Path, bytes: &[u8]) -> Result<(), KeyFileError> {
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), KeyFileError> {
     use std::io::Write;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);

@@ -1,6 +1,7 @@
 //! The local server: every function's router merged on one port, the local key file, and the
 //! offline command-line tools. `main.rs` only parses the command line.
 
+pub mod agent;
 pub mod cli;
 pub mod keyfile;
 pub mod listener;

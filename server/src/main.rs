@@ -3,8 +3,8 @@
 
 use clap::Parser;
 use std::process::ExitCode;
-use verifier::cli::{Cli, Command, ReceiptAction};
-use verifier::{offline, serve};
+use verifier::cli::{AgentAction, Cli, Command, ReceiptAction};
+use verifier::{agent, offline, serve};
 
 /// mimalloc: the request path allocates many small, short-lived values.
 #[global_allocator]
@@ -19,5 +19,11 @@ fn main() -> ExitCode {
         Command::Receipt {
             action: ReceiptAction::Verify(opts),
         } => offline::verify_receipt(opts),
+        Command::Agent {
+            action: AgentAction::Keygen(opts),
+        } => agent::keygen(opts),
+        Command::Agent {
+            action: AgentAction::Sign(opts),
+        } => agent::sign(opts),
     }
 }

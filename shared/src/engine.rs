@@ -62,15 +62,19 @@ pub struct Verification {
     /// How many checks applied (schema assertions, rule and bound checks, content checks).
     /// A verification that checked nothing is evidence of nothing and enters no history.
     pub checks: usize,
+    /// For a key-based agent: SHA-256 of the deliverable message its key signed (recorded once).
+    pub signed_deliverable: Option<String>,
 }
 
 /// What a report established besides its body.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verdict {
     /// Whether the result is `pass`.
     pub passed: bool,
     /// How many checks applied.
     pub checks: usize,
+    /// For a key-based agent: SHA-256 of the deliverable message its key signed.
+    pub signed_deliverable: Option<String>,
 }
 
 /// An internal failure that is not the caller's fault.
@@ -162,6 +166,29 @@ fn warm_up() {
             let _ = crate::checks::schema::screen(&schema);
         }
     });
+}
+
+/// A key-based agent's signature over this deliverable (agent, task, output hash), checked
+/// before any check runs: a missing or wrong one is the caller's problem with
+/// `agent_signature`, never a recorded outcome.
+/// Returns the SHA-256 of the signed message (the deliverable's identity) for a key.
+fn check_agent_signature(
+    req: &VerifyRequest,
+    output_hash: &str,
+) -> Result<Option<String>, EngineError> {
+    let (Some(key), Some(agent_id)) = (&req.agent_key, &req.agent_id) else {
+        return Ok(None);
+    };
+    let message = crate::identity::deliverable_message(agent_id, &req.task_id, output_hash);
+    let signature = req.agent_signature.as_deref().unwrap_or_default();
+    crate::identity::verify(key, &message, signature).map_err(|e| {
+        EngineError::Invalid(InvalidRequest::one(FieldProblem::new(
+            "agent_signature",
+            e.to_string(),
+            e.fix(),
+        )))
+    })?;
+    Ok(Some(crate::canonical::sha256_hex(message.as_bytes())))
 }
 
 /// Format a time as RFC 3339 with microseconds and `+00:00`.
@@ -350,6 +377,7 @@ impl Engine {
         now: OffsetDateTime,
     ) -> Result<(VerifyResponse, Verdict), EngineError> {
         let hashes = receipt_hashes(req)?;
+        let signed_deliverable = check_agent_signature(req, &hashes.output_hash)?;
         let output = &req.submitted_output;
 
         let mut findings = Findings::new(self.config.list_cap);
@@ -402,6 +430,7 @@ impl Engine {
             verifier_version: VERIFIER_VERSION,
             enforce_rules: req.enforce_rules,
             format_assertion: req.format_assertion,
+            identity: req.agent_id.as_deref().map(crate::identity::label),
             strict_content_check: req.strict_content_check,
             errors: None,
             errors_total: None,
@@ -428,7 +457,14 @@ impl Engine {
             ));
         }
         let checks = outcome.total + integrity_total;
-        Ok((response, Verdict { passed, checks }))
+        Ok((
+            response,
+            Verdict {
+                passed,
+                checks,
+                signed_deliverable,
+            },
+        ))
     }
 
     /// Run every check, build the report and sign it.
@@ -472,6 +508,7 @@ impl Engine {
             verification_id,
             verified_at,
             checks: verdict.checks,
+            signed_deliverable: verdict.signed_deliverable,
         })
     }
 }

@@ -140,7 +140,8 @@ fn write_filled_bounds(out: &mut Vec<u8>, sent: &Value) {
 }
 
 /// The canonical bytes of the request document (the eight fields, every default filled, and
-/// `format_assertion: false` when the caller turned format assertion off),
+/// `format_assertion: false` when the caller turned format assertion off, `agent_signature`
+/// when sent),
 /// written from its parts: `request_hash` covers exactly these bytes.
 pub fn write_request_document(out: &mut Vec<u8>, req: &VerifyRequest, output_jcs: &[u8]) {
     let bool_text = |b: bool| if b { &b"true"[..] } else { &b"false"[..] };
@@ -148,6 +149,10 @@ pub fn write_request_document(out: &mut Vec<u8>, req: &VerifyRequest, output_jcs
     match &req.agent_id {
         Some(id) => write_string(out, id),
         None => out.extend_from_slice(b"null"),
+    }
+    if let Some(signature) = &req.agent_signature {
+        out.extend_from_slice(b",\"agent_signature\":");
+        write_string(out, signature);
     }
     out.extend_from_slice(b",\"bounds\":");
     write_filled_bounds(out, &req.bounds_sent);

@@ -5,6 +5,7 @@
 //! - [`report`]: the full and compact responses;
 //! - [`canonical`] and [`hashes`]: RFC 8785 and the four receipt hashes;
 //! - [`attest`] and [`keys`]: Ed25519 receipts and a verifier for buyers;
+//! - [`identity`]: key-based agent IDs and the signed-deliverable message;
 //! - [`cost`]: what a verification will cost (CPU, memory), priced before it runs;
 //! - [`engine`]: the pipeline with its compiled-schema cache;
 //! - [`payments`]: x402 v2 offers, checks, facilitator and replay guard;
@@ -21,6 +22,7 @@ pub mod cost;
 pub mod engine;
 pub mod errors;
 pub mod hashes;
+pub mod identity;
 pub mod json;
 pub mod keys;
 pub mod path;

@@ -230,6 +230,9 @@ pub struct VerifyResponse {
     /// Whether `format` was asserted (the default) or only an annotation (the caller's
     /// `format_assertion: false`).
     pub format_assertion: bool,
+    /// `verified` when `agent_id` names a key whose holder signed this deliverable (checked),
+    /// `unverified` for a plain label anyone may use; null without an agent.
+    pub identity: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub errors: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]

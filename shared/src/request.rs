@@ -25,6 +25,7 @@ pub const FIELDS: &[&str] = &[
     "enforce_rules",
     "detail",
     "format_assertion",
+    "agent_signature",
 ];
 /// The keys a rule object may have.
 pub const RULE_KEYS: &[&str] = &[
@@ -161,6 +162,11 @@ pub struct Bound {
 pub struct VerifyRequest {
     pub task_id: String,
     pub agent_id: Option<String>,
+    /// The key a key-based `agent_id` names (`None` for a plain label or no ID).
+    pub agent_key: Option<crate::identity::AgentKey>,
+    /// The agent's signature of the deliverable message (required for a key-based ID, refused
+    /// for a label), checked before any check runs.
+    pub agent_signature: Option<String>,
     /// The schema with its canonical form and hash (shared with the schema cache).
     pub expected_schema: Arc<SchemaDoc>,
     pub submitted_output: Value,
@@ -347,6 +353,11 @@ impl VerifyRequest {
         }
         let task_id = id_field(&mut problems, map.get("task_id"), "task_id", true);
         let agent_id = id_field(&mut problems, map.get("agent_id"), "agent_id", false);
+        let (agent_key, agent_signature) = agent_identity(
+            &mut problems,
+            agent_id.as_deref(),
+            map.get("agent_signature"),
+        );
         let expected_schema = match schema {
             None => {
                 problems.push(missing(
@@ -415,6 +426,8 @@ impl VerifyRequest {
         Ok(VerifyRequest {
             task_id: task_id.unwrap_or_default(),
             agent_id,
+            agent_key,
+            agent_signature,
             expected_schema,
             submitted_output,
             strict_content_check,
@@ -455,6 +468,10 @@ impl VerifyRequest {
         let mut doc = Map::new();
         doc.insert("task_id".into(), Value::String(self.task_id.clone()));
         doc.insert("agent_id".into(), parts.agent_id);
+        if let Some(signature) = &self.agent_signature {
+            // Only when sent: requests without it hash as they always did.
+            doc.insert("agent_signature".into(), Value::String(signature.clone()));
+        }
         doc.insert("expected_schema".into(), self.expected_schema.value.clone());
         doc.insert("submitted_output".into(), self.submitted_output.clone());
         doc.insert(
@@ -620,6 +637,56 @@ fn id_field(
             None
         }
     }
+}
+
+/// The longest `agent_signature` accepted (an EIP-191 signature is 132 characters of hex, an
+/// Ed25519 one about 88 of base58).
+const MAX_SIGNATURE_CHARS: usize = 200;
+
+/// A key-based `agent_id`'s key and its `agent_signature` (required then; refused for a label).
+fn agent_identity(
+    problems: &mut Vec<FieldProblem>,
+    agent_id: Option<&str>,
+    signature: Option<&Value>,
+) -> (Option<crate::identity::AgentKey>, Option<String>) {
+    let key = match agent_id.map(crate::identity::parse) {
+        Some(Ok(key)) => key,
+        Some(Err(e)) => {
+            problems.push(FieldProblem::new("agent_id", e.to_string(), e.fix()));
+            None
+        }
+        None => None,
+    };
+    let signature = match signature {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if !s.is_empty() && s.len() <= MAX_SIGNATURE_CHARS => {
+            Some(s.clone())
+        }
+        Some(_) => {
+            problems.push(FieldProblem::new(
+                "agent_signature",
+                format!("is not a string of 1 to {MAX_SIGNATURE_CHARS} characters"),
+                crate::identity::IdentityError::MalformedSignature.fix(),
+            ));
+            return (key, None);
+        }
+    };
+    match (&key, &signature) {
+        (Some(_), None) if agent_id.is_some() => problems.push(FieldProblem::new(
+            "agent_signature",
+            "is required: agent_id names a key, and only its holder may add to its history",
+            crate::identity::IdentityError::BadSignature.fix(),
+        )),
+        (None, Some(_)) if !problems.iter().any(|p| p.field == "agent_id") => {
+            problems.push(FieldProblem::new(
+                "agent_signature",
+                "applies only to a key-based agent_id (did:key, eip155, solana)",
+                "Leave agent_signature out for a plain agent_id label, or use a key-based agent_id.",
+            ))
+        }
+        _ => {}
+    }
+    (key, signature)
 }
 
 fn bool_field(problems: &mut Vec<FieldProblem>, value: Option<&Value>, name: &str) -> bool {

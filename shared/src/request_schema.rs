@@ -29,6 +29,7 @@ pub fn request_body_schema(rule_ref: &str, bound_ref: &str) -> Value {
             "rules": {"oneOf": [{"type": "array", "items": {"$ref": rule_ref}}, {"type": "null"}]},
             "enforce_rules": {"type": "boolean", "default": false},
             "detail": {"type": "string", "enum": ["full", "compact"], "default": "full"},
+            "agent_signature": {"oneOf": [{"type": "string", "minLength": 1, "maxLength": 200}, {"type": "null"}], "description": "Required when agent_id is a key (did:key:z6Mk…, eip155:<chain>:0x…, solana:<chain>:<address>): the agent's signature of the deliverable message binding agent_id, task_id and the output's SHA-256 (EIP-191 personal_sign in 0x-hex for eip155; Ed25519 in base58 otherwise). Refused for a plain label."},
             "format_assertion": {"type": "boolean", "default": true, "description": "true (the default): `format` is an assertion in every draft, so {\"format\": \"date\"} fails \"2026-13-45\". false: `format` is only an annotation, as drafts 2019-09 and 2020-12 define it by default."}
         }
     })

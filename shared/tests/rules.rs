@@ -808,6 +808,7 @@ const FULL_KEYS: &[&str] = &[
     "enforce_rules",
     "strict_content_check",
     "format_assertion",
+    "identity",
     "errors",
     "errors_total",
     "errors_omitted",
@@ -842,6 +843,7 @@ const COMPACT_KEYS: &[&str] = &[
     "enforce_rules",
     "strict_content_check",
     "format_assertion",
+    "identity",
     "verify",
     "attestation",
 ];

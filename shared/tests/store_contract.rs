@@ -36,6 +36,7 @@ fn outcome(agent: &str, pass: bool, at: &str) -> Outcome {
         verification_id: uuid::Uuid::new_v4().to_string(),
         result: if pass { "pass" } else { "fail" }.into(),
         verified_at: at.into(),
+        signed_deliverable: None,
     }
 }
 
@@ -230,3 +231,34 @@ async fn a_paid_answer_is_kept_once_until_it_expires(store: Arc<dyn Store>) {
     assert_eq!(store.paid_answer(&other, now).await.expect("read"), None);
 }
 contract!(a_paid_answer_is_kept_once_until_it_expires);
+
+/// A signed deliverable's outcome counts once, however often it is submitted, through a free
+/// claim (which is still granted) or a paid record; another deliverable counts again.
+async fn a_signed_deliverable_counts_once(store: Arc<dyn Store>) {
+    let agent = format!("did:key:z6Mk{}", uuid::Uuid::new_v4().simple());
+    let client = format!("client-{}", uuid::Uuid::new_v4().simple());
+    let signed = |d: &str, pass: bool| Outcome {
+        signed_deliverable: Some(d.to_owned()),
+        ..outcome(&agent, pass, "2026-12-04T10:00:00.000000+00:00")
+    };
+    let d1 = format!("{:064x}", uuid::Uuid::new_v4().as_u128());
+    let d2 = format!("{:064x}", uuid::Uuid::new_v4().as_u128());
+    for _ in 0..3 {
+        let claim = store
+            .claim_free(&client, "2026-12-04", 100, Some(signed(&d1, false)))
+            .await
+            .expect("claim");
+        assert!(matches!(claim, FreeClaim::Granted { .. }), "{claim:?}");
+        store.record(signed(&d1, false)).await.expect("record");
+    }
+    store.record(signed(&d2, true)).await.expect("record");
+    store.record(signed(&d2, true)).await.expect("record");
+    let h = store.history(&agent, 10).await.expect("history");
+    assert_eq!((h.passes, h.fails, h.recent.len()), (1, 1, 2));
+    assert_eq!(
+        store.free_used(&client, "2026-12-04").await.expect("used"),
+        3,
+        "the free calls are used even when the outcome is not counted again"
+    );
+}
+contract!(a_signed_deliverable_counts_once);

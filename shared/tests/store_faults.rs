@@ -19,6 +19,7 @@ fn outcome() -> Outcome {
         verification_id: "v".into(),
         result: "pass".into(),
         verified_at: "2026-12-03T00:00:00.000000+00:00".into(),
+        signed_deliverable: None,
     }
 }
 

@@ -165,8 +165,9 @@ fn hosted_invoice_draft_fails_exactly_as_the_hosted_receipt_says() {
     verify_receipt(&ours, &keys).expect("our receipt verifies");
 }
 
-/// Our response's keys in order, without the one we add to the hosted contract
-/// (`format_assertion`, right after `strict_content_check`, which applied to the check).
+/// Our response's keys in order, without the two we add to the hosted contract right after
+/// `strict_content_check`: `format_assertion` (whether formats were asserted) and `identity`
+/// (whether the agent ID is a verified key or a plain label).
 fn hosted_keys_of(body: &[u8]) -> Vec<String> {
     let mut keys = key_order(body);
     let at = keys
@@ -174,7 +175,8 @@ fn hosted_keys_of(body: &[u8]) -> Vec<String> {
         .position(|k| k == "format_assertion")
         .expect("the receipt states whether formats were asserted");
     assert_eq!(keys[at - 1], "strict_content_check");
-    keys.remove(at);
+    assert_eq!(keys[at + 1], "identity");
+    keys.drain(at..at + 2);
     keys
 }
 

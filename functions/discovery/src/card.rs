@@ -97,7 +97,7 @@ pub fn legacy_agent_card(s: &Services) -> Value {
                 "name": "Verify an agent's JSON output",
                 "description": format!(
                     "POST {} (or {}, or the MCP tool verify_schema) with task_id, expected_schema and submitted_output, \
-                     plus optional rules, bounds, enforce_rules, strict_content_check, detail and format_assertion. Returns pass/fail, \
+                     plus optional rules, bounds, enforce_rules, strict_content_check, detail, format_assertion, and agent_signature for a key-based agent_id. Returns pass/fail, \
                      the checks passed, repair hints and a signed receipt. Free allowance, then {}.",
                     c.url("/verify/schema"), c.url("/verify/deliverable"), usd(c.price_verify_units)),
                 "tags": ["json-schema", "verification", "receipts", "invoices", "x402"],

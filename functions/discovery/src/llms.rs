@@ -107,7 +107,8 @@ fn short(s: &Services, out: &mut String) {
         out,
         "A JSON object (at most {} bytes; larger bodies get 413):\n\n\
          - `task_id` (string, 1–{MAX_ID_CHARS} characters, required)\n\
-         - `agent_id` (string, 1–{MAX_ID_CHARS} characters, or null; `test-` IDs are never recorded, nor is a verification that checked nothing)\n\
+         - `agent_id` (string, 1–{MAX_ID_CHARS} characters, or null; `test-` IDs are never recorded, nor is a verification that checked nothing). A plain label is `unverified`: anyone may write under it. A key — `did:key:z6Mk…` (Ed25519), `eip155:<chain>:0x…` (EIP-191 personal_sign) or `solana:<chain>:<address>` (Ed25519) — is `verified`: only deliverables its holder signed count\n\
+         - `agent_signature` (string; required for a key-based `agent_id`, refused otherwise): the agent's signature of the UTF-8 message `agent-output-verifier deliverable v1` / `agent_id: <JSON string>` / `task_id: <JSON string>` / `output_sha256: <output_hash>` (lines joined by a newline), `0x`-hex for eip155, base58 for Ed25519; `verifier agent sign` makes one. A missing or wrong signature is a 422 and records nothing\n\
          - `expected_schema` (JSON Schema object or boolean, required; draft 2020-12 unless `$schema` says 4, 6, 7 or 2019-09; no remote or file `$ref`)\n\
          - `submitted_output` (any JSON value, required; `null` is allowed but the key must be present)\n\
          - `rules` (array or null): `{{type, field, equals_field, equals, other_field, value, in_field, values, tolerance, if_present}}` with `type` one of `sum_equals`, `gte`, `lte`, `exists_in`, `unique`; paths like `total`, `items[].price`\n\

@@ -13,6 +13,9 @@
 /// signing document and the Ed25519 signature of a small response (measured 28 µs for the
 /// whole hosted invoice example, signature 13 µs).
 pub const REQUEST_BASE_NS: u64 = 60_000;
+/// Checking a key-based agent's signature: a generous ceiling for one secp256k1 recovery or
+/// one Ed25519 verification (tens of microseconds each).
+pub const AGENT_SIGNATURE_NS: u64 = 150_000;
 /// Fixed memory of one verification (response, findings heaps, signing buffers).
 pub const REQUEST_BASE_BYTES: u64 = 256 << 10;
 

@@ -68,6 +68,11 @@ pub fn charge_receipt(
         Part::Receipt,
         Cost::new(
             c::REQUEST_BASE_NS
+                .saturating_add(if req.agent_key.is_some() {
+                    c::AGENT_SIGNATURE_NS
+                } else {
+                    0
+                })
                 .saturating_add(c::JCS_NS_PER_BYTE.saturating_mul(canonical.saturating_mul(2)))
                 .saturating_add(c::RESPONSE_NS_PER_BYTE.saturating_mul(lists)),
             c::REQUEST_BASE_BYTES

@@ -50,6 +50,9 @@ pub struct ScoreResponse {
     pub last_seen: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<&'static str>,
+    /// `verified`: the agent ID is a key and only its holder's signed deliverables are counted;
+    /// `unverified`: a plain label anyone may write under.
+    pub identity: &'static str,
     pub method: Method,
     pub computed_at: String,
     pub verify: VerifyBlock,
@@ -77,6 +80,9 @@ pub struct ReputationResponse {
     pub recent_limit: usize,
     /// `test-` IDs are never recorded.
     pub reserved_test_id: bool,
+    /// `verified` (a key-based ID: only its holder's signed deliverables are recorded) or
+    /// `unverified` (a plain label anyone may write under).
+    pub identity: &'static str,
 }
 
 /// Check an agent ID from a path: 1 to 200 characters (after URL decoding).
@@ -121,6 +127,7 @@ pub(crate) fn signed_score(
         first_seen: history.first_seen.clone(),
         last_seen: history.last_seen.clone(),
         reason: score.is_none().then_some("no_data"),
+        identity: crate::identity::label(agent_id),
         method: method(),
         computed_at: computed_at.clone(),
         verify: VerifyBlock::new(&s.config.public_url, signer.key_version()),
@@ -212,6 +219,7 @@ pub async fn reputation(s: &Services, agent_id: &str) -> Result<Vec<u8>, ApiErro
             .collect(),
         recent_limit: RECENT_OUTCOMES,
         reserved_test_id: test,
+        identity: crate::identity::label(agent_id),
     };
     serde_json::to_vec(&response).map_err(|_| ApiError::Internal)
 }

@@ -328,6 +328,7 @@ fn outcome_of(req: &VerifyRequest, v: &Verification) -> Option<Outcome> {
         verification_id: v.verification_id.clone(),
         result: if v.passed { "pass" } else { "fail" }.into(),
         verified_at: v.verified_at.clone(),
+        signed_deliverable: v.signed_deliverable.clone(),
     })
 }
 

@@ -254,7 +254,40 @@ impl DynamoStore {
     }
 
     /// The counters update and the outcome item of one verification.
-    fn outcome_items(&self, o: &Outcome) -> Result<[TransactWriteItem; 2], StoreError> {
+    /// The free allowance alone: the same conditional update, on its own.
+    async fn claim_allowance(&self, update: Update, limit: u64) -> Result<FreeClaim, StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(update.table_name())
+            .set_key(Some(update.key().clone()))
+            .update_expression(update.update_expression())
+            .set_condition_expression(update.condition_expression().map(str::to_owned))
+            .set_expression_attribute_names(update.expression_attribute_names().cloned())
+            .set_expression_attribute_values(update.expression_attribute_values().cloned())
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(out) => Ok(FreeClaim::Granted {
+                used: out.attributes.as_ref().map_or(1, |a| num(a, "used")),
+            }),
+            Err(SdkError::ServiceError(se)) => match se.err() {
+                aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(c) => {
+                    Ok(FreeClaim::Exhausted {
+                        used: c.item().map_or(limit, |i| num(i, "used")),
+                    })
+                }
+                _ => Err(classify(SdkError::ServiceError(se))),
+            },
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    /// The items recording an outcome: the agent's counts, the outcome row and, for a signed
+    /// deliverable, its once-only marker (the third item).
+    fn outcome_items(&self, o: &Outcome) -> Result<Vec<TransactWriteItem>, StoreError> {
         let counter = if o.passed() { "passes" } else { "fails" };
         let stats = Update::builder()
             .table_name(&self.table)
@@ -281,10 +314,21 @@ impl DynamoStore {
             .condition_expression("attribute_not_exists(pk)")
             .build()
             .map_err(backend)?;
-        Ok([
+        let mut items = vec![
             TransactWriteItem::builder().update(stats).build(),
             TransactWriteItem::builder().put(item).build(),
-        ])
+        ];
+        if let Some(d) = &o.signed_deliverable {
+            let marker = Put::builder()
+                .table_name(&self.table)
+                .item("pk", s(format!("DELIV#{d}")))
+                .item("sk", s("DELIV"))
+                .condition_expression("attribute_not_exists(pk)")
+                .build()
+                .map_err(backend)?;
+            items.push(TransactWriteItem::builder().put(marker).build());
+        }
+        Ok(items)
     }
 
     /// Run a transaction, retrying conflicts. `Ok(None)` when it committed;
@@ -347,43 +391,10 @@ impl Store for DynamoStore {
     ) -> Result<FreeClaim, StoreError> {
         let update = self.allowance_update(client, day, limit)?;
         let Some(o) = outcome else {
-            // The allowance alone: the same conditional update, on its own.
-            let result = self
-                .client
-                .update_item()
-                .table_name(update.table_name())
-                .set_key(Some(update.key().clone()))
-                .update_expression(update.update_expression())
-                .set_condition_expression(update.condition_expression().map(str::to_owned))
-                .set_expression_attribute_names(update.expression_attribute_names().cloned())
-                .set_expression_attribute_values(update.expression_attribute_values().cloned())
-                .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
-                .return_values_on_condition_check_failure(
-                    ReturnValuesOnConditionCheckFailure::AllOld,
-                )
-                .send()
-                .await;
-            return match result {
-                Ok(out) => Ok(FreeClaim::Granted {
-                    used: out.attributes.as_ref().map_or(1, |a| num(a, "used")),
-                }),
-                Err(SdkError::ServiceError(se)) => match se.err() {
-                    aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(c) => {
-                        Ok(FreeClaim::Exhausted {
-                            used: c.item().map_or(limit, |i| num(i, "used")),
-                        })
-                    }
-                    _ => Err(classify(SdkError::ServiceError(se))),
-                },
-                Err(e) => Err(classify(e)),
-            };
+            return self.claim_allowance(update, limit).await;
         };
-        let [stats, put] = self.outcome_items(&o)?;
-        let items = vec![
-            TransactWriteItem::builder().update(update).build(),
-            stats,
-            put,
-        ];
+        let mut items = vec![TransactWriteItem::builder().update(update.clone()).build()];
+        items.extend(self.outcome_items(&o)?);
         match self.transact(items).await? {
             None => {
                 // Committed; read the new count for the headers (consistent).
@@ -400,6 +411,9 @@ impl Store for DynamoStore {
                         },
                     })
                 }
+                // The signed deliverable was recorded before: the call is granted, its outcome
+                // is not counted twice.
+                _ if deliverable_seen(&reasons, 1) => self.claim_allowance(update, limit).await,
                 _ => Err(StoreError::Backend(format!(
                     "transaction cancelled: {:?}",
                     reasons.iter().map(|r| &r.0).collect::<Vec<_>>()
@@ -423,9 +437,9 @@ impl Store for DynamoStore {
     }
 
     async fn record(&self, outcome: Outcome) -> Result<(), StoreError> {
-        let [stats, put] = self.outcome_items(&outcome)?;
-        match self.transact(vec![stats, put]).await? {
+        match self.transact(self.outcome_items(&outcome)?).await? {
             None => Ok(()),
+            Some(reasons) if deliverable_seen(&reasons, 0) => Ok(()),
             Some(reasons) => Err(StoreError::Backend(format!(
                 "transaction cancelled: {:?}",
                 reasons.iter().map(|r| &r.0).collect::<Vec<_>>()
@@ -468,6 +482,7 @@ impl Store for DynamoStore {
                     verification_id: text(&o, "verification_id").unwrap_or_default(),
                     result: text(&o, "result").unwrap_or_default(),
                     verified_at: text(&o, "verified_at").unwrap_or_default(),
+                    signed_deliverable: None,
                 });
             }
         }
@@ -549,4 +564,14 @@ impl Store for DynamoStore {
         .await
         .map(|_| ())
     }
+}
+
+/// Whether a cancelled transaction failed only on a signed deliverable's once-only marker:
+/// `first` is the index of the outcome's first item (the marker is two after it).
+fn deliverable_seen(reasons: &[(String, HashMap<String, AttributeValue>)], first: usize) -> bool {
+    reasons
+        .iter()
+        .enumerate()
+        .all(|(i, (code, _))| (code == "ConditionalCheckFailed") == (i == first + 2))
+        && reasons.len() > first + 2
 }

@@ -39,6 +39,8 @@ const PAYMENT_EXPIRY: TableDefinition<(i64, &str), ()> = TableDefinition::new("p
 /// Paid answers kept under their payment identifier: id → JSON of [`KeptAnswer`]. Their expiry
 /// is in [`PAYMENT_EXPIRY`] under [`ANSWER_PREFIX`] + id.
 const ANSWERS: TableDefinition<&str, &[u8]> = TableDefinition::new("paid_answers");
+/// Signed deliverables whose outcome is recorded (kept for good, like the history).
+const DELIVERABLES: TableDefinition<&str, ()> = TableDefinition::new("signed_deliverables");
 /// Marks an answer's entry in [`PAYMENT_EXPIRY`] (payment keys start with a network name).
 const ANSWER_PREFIX: &str = "ANSWER#";
 /// Expired claims removed per write transaction.
@@ -168,6 +170,7 @@ impl EmbeddedStore {
             txn.open_table(PAYMENTS).map_err(backend)?;
             txn.open_table(PAYMENT_EXPIRY).map_err(backend)?;
             txn.open_table(ANSWERS).map_err(backend)?;
+            txn.open_table(DELIVERABLES).map_err(backend)?;
             txn.commit().map_err(backend)?;
         }
         let (tx, rx) = mpsc::channel();
@@ -310,6 +313,7 @@ fn apply(db: &Database, batch: &[Job], durable: bool) -> Result<Vec<FreeClaim>, 
         let mut payments = txn.open_table(PAYMENTS).map_err(|e| e.to_string())?;
         let mut expiry = txn.open_table(PAYMENT_EXPIRY).map_err(|e| e.to_string())?;
         let mut answers = txn.open_table(ANSWERS).map_err(|e| e.to_string())?;
+        let mut deliverables = txn.open_table(DELIVERABLES).map_err(|e| e.to_string())?;
         prune_payments(&mut payments, &mut expiry, &mut answers).map_err(|e| e.to_string())?;
         for job in batch {
             let (outcome, claim) = match job {
@@ -389,7 +393,14 @@ fn apply(db: &Database, batch: &[Job], durable: bool) -> Result<Vec<FreeClaim>, 
                     continue;
                 }
             };
-            if let Some(o) = outcome {
+            let seen = match outcome.and_then(|o| o.signed_deliverable.as_deref()) {
+                Some(d) => deliverables
+                    .insert(d, ())
+                    .map_err(|e| e.to_string())?
+                    .is_some(),
+                None => false,
+            };
+            if let Some(o) = outcome.filter(|_| !seen) {
                 let mut stats: AgentStats = agents
                     .get(o.agent_id.as_str())
                     .map_err(|e| e.to_string())?

@@ -15,6 +15,11 @@ pub struct Outcome {
     /// `pass` or `fail`.
     pub result: String,
     pub verified_at: String,
+    /// For a key-based agent, its signed deliverable (SHA-256 of the signed message: agent,
+    /// task, output): an outcome for a deliverable already recorded is not recorded again, so
+    /// one signature counts once however often it is submitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_deliverable: Option<String>,
 }
 
 impl Outcome {
