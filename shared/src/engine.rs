@@ -430,7 +430,10 @@ impl Engine {
             verifier_version: VERIFIER_VERSION,
             enforce_rules: req.enforce_rules,
             format_assertion: req.format_assertion,
-            identity: req.agent_id.as_deref().map(crate::identity::label),
+            identity: req
+                .agent_id
+                .as_ref()
+                .map(|_| crate::identity::label_of(req.agent_key.as_ref())),
             strict_content_check: req.strict_content_check,
             errors: None,
             errors_total: None,

@@ -154,9 +154,14 @@ pub fn verify(key: &AgentKey, message: &str, signature: &str) -> Result<(), Iden
 /// `verified` for a key-based agent ID (only its key holder's signed deliverables are
 /// recorded), `unverified` for a plain label (anyone may write under it).
 pub fn label(agent_id: &str) -> &'static str {
-    match parse(agent_id) {
-        Ok(Some(_)) => "verified",
-        _ => "unverified",
+    label_of(parse(agent_id).ok().flatten().as_ref())
+}
+
+/// [`label`] for an agent ID parsed already: `verified` when it names a key.
+pub fn label_of(key: Option<&AgentKey>) -> &'static str {
+    match key {
+        Some(_) => "verified",
+        None => "unverified",
     }
 }
 

@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -26,8 +25,10 @@ import pytest
 
 from conftest import BIN, ROOT
 
-sys.path.insert(0, str(ROOT / "tests" / "x402"))
-from localchain import LocalChain  # noqa: E402
+# The local chain fixture and server settings of the Python payment tests, the receipt check
+# of the MCP tests (pytest registers an imported fixture in this module).
+from test_mcp import verify_receipt  # noqa: E402
+from test_payments import chain, server_env  # noqa: E402,F401
 
 TS = ROOT / "tests" / "ts"
 SCHEMAS = TS / "schemas"
@@ -76,32 +77,9 @@ def show(value) -> str:
     return json.dumps(value, indent=1)[:6000]
 
 
-def verify_receipt(server, tmp_path, receipt):
-    path = tmp_path / "receipt.json"
-    path.write_text(json.dumps(receipt))
-    r = subprocess.run([BIN, "receipt", "verify", str(path), "--agent-card",
-                        server.url + "/.well-known/agent-card.json"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-
-
 # ------------------------------------------------------------------------------------------
 # (a) the official x402 TypeScript client pays on the local chain
 # ------------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def chain():
-    c = LocalChain().start()
-    try:
-        yield c
-    finally:
-        c.stop()
-
-
-def server_env(chain, **extra):
-    return {"VERIFIER_PAY_TO_BASE": chain.payee_address,
-            "VERIFIER_PAY_TO_SOLANA": chain.svm_payee_address,
-            "VERIFIER_FACILITATOR_URL": chain.facilitator_url, **extra}
-
 
 def test_the_ts_x402_client_pays_for_one_verification_on_the_local_chain(start_server, chain, tmp_path):
     server = start_server(allowance=0, env=server_env(chain))

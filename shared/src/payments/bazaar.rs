@@ -22,55 +22,55 @@ pub const TAGS: [&str; 5] = [
 /// The draft every `schema` is written in.
 const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 
-/// `info.output` and its schema: a JSON answer with an example.
-fn output(example: Value) -> (Value, Value) {
-    (
-        json!({"type": "json", "example": example}),
-        json!({
-            "type": "object",
-            "properties": {"type": {"type": "string"}, "example": {"type": "object"}},
-            "required": ["type"]
-        }),
-    )
-}
-
-/// Header examples are not declared; their schema admits string values only.
-fn headers_schema() -> Value {
-    json!({"type": "object", "additionalProperties": {"type": "string"}})
-}
-
-/// An HTTP route taking a JSON body (POST): `body_schema` describes the body and may refer to
-/// `#/$defs/…` entries given in `defs`.
-pub fn http_body(body_example: Value, body_schema: Value, defs: Value, answer: Value) -> Value {
-    let (output, output_schema) = output(answer);
+/// `{info, schema}`: the `input` with the schema of its members (`input_properties`, of which
+/// `required` must be present, no others allowed), and a JSON `output` with its example.
+fn declaration(input: Value, input_properties: Value, required: &[&str], answer: Value) -> Value {
     json!({
-        "info": {
-            "input": {"type": "http", "method": "POST", "bodyType": "json", "body": body_example},
-            "output": output
-        },
+        "info": {"input": input, "output": {"type": "json", "example": answer}},
         "schema": {
             "$schema": DRAFT_2020_12,
             "type": "object",
             "properties": {
                 "input": {
                     "type": "object",
-                    "properties": {
-                        "type": {"type": "string", "const": "http"},
-                        "method": {"type": "string", "enum": ["POST", "PUT", "PATCH"]},
-                        "bodyType": {"type": "string", "enum": ["json", "form-data", "text"]},
-                        "body": body_schema,
-                        "queryParams": {"type": "object", "additionalProperties": {"type": "string"}},
-                        "headers": headers_schema()
-                    },
-                    "required": ["type", "method", "bodyType", "body"],
+                    "properties": input_properties,
+                    "required": required,
                     "additionalProperties": false
                 },
-                "output": output_schema
+                "output": {
+                    "type": "object",
+                    "properties": {"type": {"type": "string"}, "example": {"type": "object"}},
+                    "required": ["type"]
+                }
             },
-            "required": ["input"],
-            "$defs": defs
+            "required": ["input"]
         }
     })
+}
+
+/// Query parameter and header examples are not declared; their schema admits strings only.
+fn strings_schema() -> Value {
+    json!({"type": "object", "additionalProperties": {"type": "string"}})
+}
+
+/// An HTTP route taking a JSON body (POST): `body_schema` describes the body and may refer to
+/// `#/$defs/…` entries given in `defs`.
+pub fn http_body(body_example: Value, body_schema: Value, defs: Value, answer: Value) -> Value {
+    let mut listing = declaration(
+        json!({"type": "http", "method": "POST", "bodyType": "json", "body": body_example}),
+        json!({
+            "type": {"type": "string", "const": "http"},
+            "method": {"type": "string", "enum": ["POST", "PUT", "PATCH"]},
+            "bodyType": {"type": "string", "enum": ["json", "form-data", "text"]},
+            "body": body_schema,
+            "queryParams": strings_schema(),
+            "headers": strings_schema()
+        }),
+        &["type", "method", "bodyType", "body"],
+        answer,
+    );
+    listing["schema"]["$defs"] = defs;
+    listing
 }
 
 /// An HTTP GET route with one path parameter: `route_template` in the `:name` form, the
@@ -82,39 +82,25 @@ pub fn http_get_path(
     param_schema: Value,
     answer: Value,
 ) -> Value {
-    let (output, output_schema) = output(answer);
-    json!({
-        "info": {
-            "input": {"type": "http", "method": "GET", "pathParams": {param: param_example}},
-            "output": output
-        },
-        "schema": {
-            "$schema": DRAFT_2020_12,
-            "type": "object",
-            "properties": {
-                "input": {
-                    "type": "object",
-                    "properties": {
-                        "type": {"type": "string", "const": "http"},
-                        "method": {"type": "string", "enum": ["GET", "HEAD", "DELETE"]},
-                        "pathParams": {
-                            "type": "object",
-                            "properties": {param: param_schema},
-                            "required": [param],
-                            "additionalProperties": false
-                        },
-                        "queryParams": {"type": "object", "additionalProperties": {"type": "string"}},
-                        "headers": headers_schema()
-                    },
-                    "required": ["type", "method"],
-                    "additionalProperties": false
-                },
-                "output": output_schema
+    let mut listing = declaration(
+        json!({"type": "http", "method": "GET", "pathParams": {param: param_example}}),
+        json!({
+            "type": {"type": "string", "const": "http"},
+            "method": {"type": "string", "enum": ["GET", "HEAD", "DELETE"]},
+            "pathParams": {
+                "type": "object",
+                "properties": {param: param_schema},
+                "required": [param],
+                "additionalProperties": false
             },
-            "required": ["input"]
-        },
-        "routeTemplate": route_template
-    })
+            "queryParams": strings_schema(),
+            "headers": strings_schema()
+        }),
+        &["type", "method"],
+        answer,
+    );
+    listing["routeTemplate"] = route_template.into();
+    listing
 }
 
 /// An MCP tool over Streamable HTTP: its name, description, the input schema `tools/list`
@@ -126,41 +112,26 @@ pub fn mcp_tool(
     arguments: Value,
     answer: Value,
 ) -> Value {
-    let (output, output_schema) = output(answer);
-    json!({
-        "info": {
-            "input": {
-                "type": "mcp",
-                "toolName": tool,
-                "description": description,
-                "transport": "streamable-http",
-                "inputSchema": input_schema,
-                "example": arguments
-            },
-            "output": output
-        },
-        "schema": {
-            "$schema": DRAFT_2020_12,
-            "type": "object",
-            "properties": {
-                "input": {
-                    "type": "object",
-                    "properties": {
-                        "type": {"type": "string", "const": "mcp"},
-                        "toolName": {"type": "string"},
-                        "description": {"type": "string"},
-                        "transport": {"type": "string", "enum": ["streamable-http", "sse"]},
-                        "inputSchema": {"type": "object"},
-                        "example": {"type": "object"}
-                    },
-                    "required": ["type", "toolName", "inputSchema"],
-                    "additionalProperties": false
-                },
-                "output": output_schema
-            },
-            "required": ["input"]
-        }
-    })
+    declaration(
+        json!({
+            "type": "mcp",
+            "toolName": tool,
+            "description": description,
+            "transport": "streamable-http",
+            "inputSchema": input_schema,
+            "example": arguments
+        }),
+        json!({
+            "type": {"type": "string", "const": "mcp"},
+            "toolName": {"type": "string"},
+            "description": {"type": "string"},
+            "transport": {"type": "string", "enum": ["streamable-http", "sse"]},
+            "inputSchema": {"type": "object"},
+            "example": {"type": "object"}
+        }),
+        &["type", "toolName", "inputSchema"],
+        answer,
+    )
 }
 
 /// Whether a `routeTemplate` passes the spec's rules (what a facilitator checks before using
