@@ -6,7 +6,9 @@ use serde_json::{Map, Value};
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
-use verifier_core::attest::verify_receipt as check_receipt;
+use verifier_core::attest::{
+    ReceiptIdentity, TRUST_SCORE_CONTEXT, verify_receipt as check_receipt,
+};
 use verifier_core::keys::{KeySource, parse_key_list};
 use verifier_core::{Engine, EngineConfig, EngineError, VerifyRequest};
 
@@ -106,6 +108,9 @@ pub fn verify_receipt(opts: ReceiptOpts) -> ExitCode {
     match check_receipt(&response, &keys) {
         Ok(ok) => {
             println!("valid: signed with key {} ({})", ok.key_version, ok.context);
+            if let Some(id) = &ok.identity {
+                println!("{}", identity_line(id, ok.context == TRUST_SCORE_CONTEXT));
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -113,6 +118,23 @@ pub fn verify_receipt(opts: ReceiptOpts) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// What a valid receipt says about the agent it was recorded under (the ID quoted, so no
+/// control character reaches the terminal).
+fn identity_line(id: &ReceiptIdentity, score: bool) -> String {
+    let meaning = match id.identity.as_deref() {
+        Some("verified") if score => {
+            "verified: a key-based ID; only deliverables its holder signed were counted"
+        }
+        Some("verified") => {
+            "verified: a key-based ID; the service checked its holder's signature over this deliverable"
+        }
+        Some("unverified") => "unverified: a plain label anyone may write under",
+        Some(_) => "stated in a form this tool does not know",
+        None => "not stated: the receipt comes from a service without agent identities",
+    };
+    format!("identity: {:?} {meaning}", id.agent_id)
 }
 
 fn fetch(url: &str) -> Result<Value, String> {

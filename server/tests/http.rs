@@ -321,6 +321,8 @@ async fn the_embedded_store_keeps_counts_and_history_across_reopen() {
         result: if n.is_multiple_of(2) { "pass" } else { "fail" }.into(),
         verified_at: format!("2026-12-02T10:00:0{n}.000000+00:00"),
         signed_deliverable: None,
+        paid: false,
+        checks: 1,
     };
     {
         let store = EmbeddedStore::open(dir.path()).expect("open");

@@ -107,6 +107,30 @@ pub enum ReceiptError {
 pub struct VerifiedReceipt {
     pub key_version: String,
     pub context: &'static str,
+    /// The agent the signed response was recorded under, if it names one.
+    pub identity: Option<ReceiptIdentity>,
+}
+
+/// The agent identity a signed response states (covered by its signature).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceiptIdentity {
+    pub agent_id: String,
+    /// `verified` (a key-based ID whose holder's signature the service checked), `unverified`
+    /// (a plain label anyone may write under), or `None` when the response does not say (a
+    /// receipt of a service without agent identities).
+    pub identity: Option<String>,
+}
+
+impl ReceiptIdentity {
+    /// The identity a signed response states: its `agent_id` and `identity` fields.
+    pub fn of(response: &Map<String, Value>) -> Option<Self> {
+        let agent_id = response.get("agent_id")?.as_str()?.to_owned();
+        let identity = response
+            .get("identity")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Some(ReceiptIdentity { agent_id, identity })
+    }
 }
 
 /// Verify any signed response against a key list, picking the key by `key_version`. The
@@ -178,5 +202,6 @@ pub fn verify_receipt_in_context(
     Ok(VerifiedReceipt {
         key_version: key_version.to_owned(),
         context,
+        identity: ReceiptIdentity::of(map),
     })
 }

@@ -30,7 +30,8 @@ pub enum Pricing {
     Free,
     /// The free allowance per client address and UTC day, then the verification price.
     Verification,
-    /// The score price when the agent has history; a free signed `no_data` answer otherwise.
+    /// The score price once the agent is rated; a free signed `no_data` or `unrated` answer
+    /// otherwise.
     ScoreLookup,
     /// MCP: each tool is priced as its REST twin.
     PerTool,

@@ -37,6 +37,8 @@ fn outcome(agent: &str, pass: bool, at: &str) -> Outcome {
         result: if pass { "pass" } else { "fail" }.into(),
         verified_at: at.into(),
         signed_deliverable: None,
+        paid: false,
+        checks: 1,
     }
 }
 
@@ -262,3 +264,34 @@ async fn a_signed_deliverable_counts_once(store: Arc<dyn Store>) {
     );
 }
 contract!(a_signed_deliverable_counts_once);
+
+/// The evidence behind a score: how many counted verifications were paid and the checks they
+/// ran together, in the counts and in each recent outcome, through free claims and paid records.
+async fn the_counts_keep_paid_verifications_and_checks(store: Arc<dyn Store>) {
+    let agent = format!("agent-evidence-{}", uuid::Uuid::new_v4().simple());
+    let client = format!("client-{}", uuid::Uuid::new_v4().simple());
+    let at = "2026-12-04T11:00:00.000000+00:00";
+    let free = Outcome {
+        checks: 3,
+        ..outcome(&agent, true, at)
+    };
+    let claim = store
+        .claim_free(&client, "2026-12-04", 5, Some(free))
+        .await
+        .expect("claim");
+    assert!(matches!(claim, FreeClaim::Granted { .. }), "{claim:?}");
+    for checks in [7, 11] {
+        let paid = Outcome {
+            paid: true,
+            checks,
+            ..outcome(&agent, false, "2026-12-04T11:00:01.000000+00:00")
+        };
+        store.record(paid).await.expect("record");
+    }
+    let h = store.history(&agent, 10).await.expect("history");
+    assert_eq!((h.passes, h.fails, h.paid, h.checks), (1, 2, 2, 21));
+    let mut recent: Vec<_> = h.recent.iter().map(|o| (o.paid, o.checks)).collect();
+    recent.sort_unstable();
+    assert_eq!(recent, vec![(false, 3), (true, 7), (true, 11)]);
+}
+contract!(the_counts_keep_paid_verifications_and_checks);

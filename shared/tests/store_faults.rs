@@ -20,6 +20,8 @@ fn outcome() -> Outcome {
         result: "pass".into(),
         verified_at: "2026-12-03T00:00:00.000000+00:00".into(),
         signed_deliverable: None,
+        paid: false,
+        checks: 1,
     }
 }
 

@@ -2,7 +2,7 @@
 //! large samples, and never flattering a short record.
 
 use proptest::prelude::*;
-use verifier_core::trust::trust_score;
+use verifier_core::trust::{MIN_SAMPLE, NoScore, rating, trust_score};
 
 proptest! {
     #[test]
@@ -22,6 +22,29 @@ proptest! {
         prop_assert!(more_pass >= base, "{} -> {}", base, more_pass);
         if passes + fails > 0 {
             prop_assert!(more_fail <= base, "{} -> {}", base, more_fail);
+        }
+    }
+
+    #[test]
+    fn no_score_below_the_minimum_and_the_plain_score_from_it(passes in 0u64..100_000, fails in 0u64..100_000) {
+        let n = passes + fails;
+        match rating(passes, fails) {
+            Ok(s) => {
+                prop_assert!(n >= MIN_SAMPLE);
+                prop_assert_eq!(Some(s), trust_score(passes, fails));
+            }
+            Err(NoScore::NoData) => prop_assert_eq!(n, 0),
+            Err(NoScore::Unrated) => prop_assert!(n > 0 && n < MIN_SAMPLE),
+        }
+    }
+
+    #[test]
+    fn a_rated_agent_stays_rated_and_monotone(passes in 0u64..200_000, fails in 0u64..200_000) {
+        if let Ok(base) = rating(passes, fails) {
+            let more_pass = rating(passes + 1, fails);
+            let more_fail = rating(passes, fails + 1);
+            prop_assert!(more_pass.is_ok_and(|s| s >= base), "{} -> {:?}", base, more_pass);
+            prop_assert!(more_fail.is_ok_and(|s| s <= base), "{} -> {:?}", base, more_fail);
         }
     }
 

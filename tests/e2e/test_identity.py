@@ -95,6 +95,18 @@ def test_a_did_key_holder_adds_history_and_a_stranger_cannot(server, tmp_path):
         assert again.status_code == 200, again.text
     h = history(server, agent_id)
     assert (h["passes"], h["fails"], h["identity"]) == (1, 0, "verified")
+    # The signed receipt and the (free, unrated) signed score name the identity, and the offline
+    # receipt check reports it.
+    card = server.url + "/.well-known/agent-card.json"
+    score = httpx.get(f"{server.url}/score/{agent_id}", timeout=30).json()
+    assert (score["reason"], score["identity"], score["sample_size"]) == ("unrated", "verified", 1)
+    for name, doc, says in [("receipt", ok.json(), "checked its holder's signature"),
+                            ("score", score, "only deliverables its holder signed")]:
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc))
+        out = subprocess.run([BIN, "receipt", "verify", str(tmp_path / f"{name}.json"), "--agent-card", card],
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert f'identity: "{agent_id}" verified' in out.stdout and says in out.stdout, out.stdout
 
 
 def test_an_evm_account_signs_with_personal_sign(server):

@@ -322,17 +322,28 @@ def test_an_invalid_paid_request_is_refused_before_any_payment_step(paid_server,
     assert ok.status_code == 200, ok.text
 
 
-def test_a_paid_score_lookup_costs_ten_thousand_units(paid_server, chain):
-    httpx.post(paid_server.url + "/verify/schema", json=request("seller-scored"))
-    offer = demand(paid_server, "/score/seller-scored")
+def test_a_paid_score_lookup_costs_ten_thousand_units(start_server, chain):
+    """A rated agent (the minimum of counted verifications, one of them paid): the score is
+    paid for once, and its evidence counts the paid verification."""
+    probe = start_server(allowance=1)
+    n = httpx.get(probe.url + "/score/test-nobody").json()["method"]["min_sample"]
+    server = start_server(allowance=n - 1, env=server_env(chain))
+    for _ in range(n - 1):
+        assert httpx.post(server.url + "/verify/schema", json=request("seller-scored")).status_code == 200
+    verification = demand(server, body=request("seller-scored"))
+    paid = httpx.post(server.url + "/verify/schema", json=request("seller-scored"), timeout=60,
+                      headers={"PAYMENT-SIGNATURE": pay_header(chain, verification.headers["payment-required"])})
+    assert paid.status_code == 200, paid.text
+    offer = demand(server, "/score/seller-scored")
     required = decode(offer.headers["payment-required"])
     assert {a["amount"] for a in required["accepts"]} == {"10000"}
     before = balances(chain)
     header = pay_header(chain, offer.headers["payment-required"])
-    r = httpx.get(paid_server.url + "/score/seller-scored", headers={"PAYMENT-SIGNATURE": header}, timeout=60)
+    r = httpx.get(server.url + "/score/seller-scored", headers={"PAYMENT-SIGNATURE": header}, timeout=60)
     assert r.status_code == 200, r.text
     score = r.json()
-    assert score["sample_size"] == 1 and score["trust_score"] is not None
+    assert score["sample_size"] == n and score["trust_score"] is not None and "reason" not in score
+    assert score["paid_verifications"] == 1 and score["checks_covered"] >= n
     assert decode(r.headers["payment-response"])["success"] is True
     after = balances(chain)
     assert after[0] == before[0] - 10000 and after[1] == before[1] + 10000

@@ -55,13 +55,52 @@ def test_reputation_counts_equal_the_verifications_made(server):
     assert (rep["passes"], rep["fails"], rep["total"]) == (3, 2, 5)
     assert [o["verification_id"] for o in rep["recent"]] == ids[::-1]
     assert rep["first_seen"] <= rep["last_seen"]
-    assert set(rep["recent"][0]) == {"verification_id", "result", "verified_at"}
+    assert set(rep["recent"][0]) == {"verification_id", "result", "verified_at", "paid", "checks"}
+    # The evidence: free calls, each with at least one check, summed in checks_covered.
+    assert rep["paid_verifications"] == 0 and not any(o["paid"] for o in rep["recent"])
+    assert all(o["checks"] >= 1 for o in rep["recent"])
+    assert rep["checks_covered"] == sum(o["checks"] for o in rep["recent"])
     unknown = httpx.get(server.url + "/reputation/never-seen").json()
     assert unknown["total"] == 0 and unknown["recent"] == []
 
 
+def min_sample(server):
+    """The minimum of counted verifications, as the signed score method states it."""
+    return httpx.get(server.url + "/score/test-nobody").json()["method"]["min_sample"]
+
+
+def test_below_the_minimum_an_agent_is_unrated_for_free_and_says_on_what_evidence(server, tmp_path):
+    """Issue 19: a score resting on a handful of calls is not sold. Below the documented minimum
+    the answer is free and signed, `trust_score: null`, `reason: "unrated"`, with its evidence."""
+    n = min_sample(server)
+    assert n >= 5
+    for i in range(n - 1):
+        verify(server, "seller-new", passing=i != 0)
+    with client(server) as c:
+        s = c.score("seller-new")  # free: no payment asked
+    raw = s.raw
+    assert not s.has_score and s.reason == "unrated" and s.sample_size == n - 1
+    assert (raw["passes"], raw["fails"], raw["paid_verifications"]) == (n - 2, 1, 0)
+    rep = httpx.get(server.url + "/reputation/seller-new").json()
+    assert raw["checks_covered"] == rep["checks_covered"] >= n - 1
+    assert raw["identity"] == "unverified" and raw["first_seen"] <= raw["last_seen"]
+    assert raw["method"]["version"] == "2" and raw["method"]["min_sample"] == n
+    (tmp_path / "score.json").write_text(json.dumps(raw))
+    card = server.url + "/.well-known/agent-card.json"
+    ok = subprocess.run([BIN, "receipt", "verify", str(tmp_path / "score.json"), "--agent-card", card],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert 'identity: "seller-new" unverified' in ok.stdout, ok.stdout
+    # The minimum-th counted verification makes a score, and a score is paid for.
+    verify(server, "seller-new")
+    with client(server) as c:
+        with pytest.raises(PaymentRequiredError):
+            c.score("seller-new")
+
+
 def test_a_score_with_history_asks_for_ten_thousand_units(server):
-    verify(server, "seller-b")
+    for _ in range(min_sample(server)):
+        verify(server, "seller-b")
     with client(server) as c:
         with pytest.raises(PaymentRequiredError) as err:
             c.score("seller-b")

@@ -8,6 +8,7 @@ use verifier_core::attest::{TRUST_SCORE_CONTEXT, VERIFY_CONTEXT};
 use verifier_core::config::usd;
 use verifier_core::engine::VERIFIER_VERSION;
 use verifier_core::service::Services;
+use verifier_core::trust;
 use verifier_core::vectors::request_hash_vectors;
 
 /// The `uri` of the attestation extension (receipt verifiers look for this prefix).
@@ -110,9 +111,9 @@ pub fn legacy_agent_card(s: &Services) -> Value {
                 "name": "An agent's trust score",
                 "description": format!(
                     "GET {} (or the MCP tool get_verification_record): a signed trust score from the agent's verification \
-                     history ({} when a score exists; a free signed no_data answer otherwise). The free, unsigned history \
-                     is at {}.",
-                    c.url("/score/{agent_id}"), usd(c.price_score_units), c.url("/reputation/{agent_id}")),
+                     history ({} when a score exists; a free signed no_data or unrated answer below {} counted verifications). \
+                     The free, unsigned history is at {}.",
+                    c.url("/score/{agent_id}"), usd(c.price_score_units), trust::MIN_SAMPLE, c.url("/reputation/{agent_id}")),
                 "tags": ["reputation", "trust-score", "agents"],
                 "examples": ["Before hiring an agent, look up how often its outputs passed verification."],
                 "inputModes": ["application/json"],

@@ -11,6 +11,7 @@ use verifier_core::request::MAX_ID_CHARS;
 use verifier_core::routes::{Pricing, documented};
 use verifier_core::service::Services;
 use verifier_core::service::score::RECENT_OUTCOMES;
+use verifier_core::trust;
 
 /// The heading of the section that publishes the live allowance.
 pub const FREE_ALLOWANCE_HEADING: &str = "## Free allowance";
@@ -26,8 +27,9 @@ pub fn price_text(s: &Services, pricing: Pricing) -> String {
             usd(c.price_verify_units)
         ),
         Pricing::ScoreLookup => format!(
-            "{} (USDC) when the agent has history; free signed no_data answer otherwise",
-            usd(c.price_score_units)
+            "{} (USDC) once the agent is rated; free signed no_data or unrated answer below {} counted verifications",
+            usd(c.price_score_units),
+            trust::MIN_SAMPLE
         ),
         Pricing::PerTool => "each tool as its REST twin".into(),
     }
@@ -134,7 +136,10 @@ fn short(s: &Services, out: &mut String) {
     let _ = writeln!(out, "## Score and reputation\n");
     let _ = writeln!(
         out,
-        "GET /score/{{agent_id}}: a signed trust score (lower bound of the 95% Wilson interval of the pass rate; a few passes do not look like a long clean record). GET /reputation/{{agent_id}}: free pass/fail counts, first and last seen, and the {RECENT_OUTCOMES} most recent outcomes.\n"
+        "GET /score/{{agent_id}}: a signed trust score (method `{}` version {}: lower bound of the 95% Wilson interval of the pass rate; a few passes do not look like a long clean record). Only verifications that checked something count; for a key-based agent ID only the deliverables its key signed, each once. Below {} counted verifications the answer is free and signed, with `trust_score: null` and `reason: \"unrated\"` (`no_data` with none). Every answer states its evidence: `sample_size` (counted verifications), `passes`, `fails`, `paid_verifications`, `checks_covered`, `first_seen`, `last_seen` and `identity` (`verified` for a key-based ID, `unverified` for a plain label anyone may write under). GET /reputation/{{agent_id}}: free, the same counts and the {RECENT_OUTCOMES} most recent outcomes (each with `paid` and `checks`), from which the score can be recomputed.\n",
+        trust::METHOD,
+        trust::METHOD_VERSION,
+        trust::MIN_SAMPLE
     );
 
     let _ = writeln!(out, "## Errors\n");

@@ -172,7 +172,7 @@ fn operation(s: &Services, r: &Route) -> Value {
         }
         (Function::Score, p) if p.starts_with("/score") => {
             op["parameters"] = json!([agent_param(), payment_header_param()]);
-            responses.insert("200".into(), json!({"description": "The signed score (or a free signed no_data answer).", "headers": paid_headers(), "content": json_content(schema_ref("SignedScoreResponse"))}));
+            responses.insert("200".into(), json!({"description": "The signed score (or a free signed no_data or unrated answer).", "headers": paid_headers(), "content": json_content(schema_ref("SignedScoreResponse"))}));
             responses.insert("402".into(), payment_response());
             responses.insert("422".into(), error_response("The agent ID is invalid."));
             responses.insert(

@@ -10,6 +10,7 @@ use verifier_core::payments::resource;
 use verifier_core::routes::{Pricing, paid};
 use verifier_core::service::listings::Listing;
 use verifier_core::service::{Services, score, verify};
+use verifier_core::trust;
 
 /// The price of a paid route, in USDC atomic units.
 pub fn price_units(s: &Services, pricing: Pricing) -> u64 {
@@ -33,7 +34,7 @@ pub fn manifest(s: &Services) -> Value {
                 "price": {"amount": units.to_string(), "currency": "USDC", "decimals": 6, "usd": usd(units)},
                 "free": match r.pricing {
                     Pricing::Verification => json!({"calls_per_client_per_day": c.free_per_day, "shared_with": ["/verify/schema", "/verify/deliverable", "mcp:verify_schema"]}),
-                    _ => json!({"when": "the agent has no history (signed no_data answer)"}),
+                    _ => json!({"when": format!("the agent has fewer than {} counted verifications (signed no_data or unrated answer)", trust::MIN_SAMPLE)}),
                 },
                 "accepts": s.payments.accepts(c, units),
             })

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use verifier_core::config::{ServiceConfig, usd};
 use verifier_core::request_schema::{record_tool_input_schema, verify_tool_input_schema};
+use verifier_core::trust;
 
 /// `verify_schema`: the inputs of POST /verify/schema.
 pub const VERIFY: &str = "verify_schema";
@@ -58,7 +59,9 @@ pub fn tools(config: &ServiceConfig) -> Vec<Tool> {
         RECORD,
         format!(
             "The signed trust score and verification record of an agent (the same answer as GET /score/{{agent_id}}). \
-             Free, signed no_data answer for agents without history and for test- IDs; otherwise {} in USDC via x402.",
+             Free, signed no_data or unrated answer for agents with fewer than {} counted verifications and for test- IDs; \
+             otherwise {} in USDC via x402.",
+            trust::MIN_SAMPLE,
             usd(config.price_score_units)
         ),
         object(record_tool_input_schema()),

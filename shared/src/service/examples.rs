@@ -69,11 +69,14 @@ pub fn response_to(s: &Services, request: &Value) -> Value {
 /// The agent ID the score examples name.
 pub const EXAMPLE_AGENT: &str = "example-invoice-agent";
 
-/// A signed trust score for an agent with 47 passes and 3 fails (nothing is read or recorded).
+/// A signed trust score for an agent with 47 passes and 3 fails, 12 of them paid, covering 630
+/// checks (nothing is read or recorded).
 pub fn score_example(s: &Services) -> Value {
     let history = AgentHistory {
         passes: 47,
         fails: 3,
+        paid: 12,
+        checks: 630,
         first_seen: Some("2026-11-02T09:14:05.000000+00:00".into()),
         last_seen: Some("2026-12-01T17:40:12.000000+00:00".into()),
         recent: Vec::new(),

@@ -1,5 +1,5 @@
 //! The service's calls, whatever the transport: a verification (free allowance or paid), a
-//! score lookup (free `no_data` or paid), the reputation history. REST handlers and MCP tools
+//! score lookup (free `no_data` / `unrated`, or paid), the reputation history. REST handlers and MCP tools
 //! both call these and only translate the [`Reply`].
 
 pub mod examples;

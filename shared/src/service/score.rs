@@ -26,6 +26,8 @@ pub struct Method {
     pub name: &'static str,
     pub version: &'static str,
     pub confidence: f64,
+    /// Counted verifications an agent needs before it gets a score (`unrated` below).
+    pub min_sample: u64,
     pub description: &'static str,
 }
 
@@ -34,7 +36,8 @@ fn method() -> Method {
         name: trust::METHOD,
         version: trust::METHOD_VERSION,
         confidence: trust::CONFIDENCE,
-        description: "lower bound of the 95% Wilson score interval of passes / (passes + fails); every free and paid verification that checked something counts; test- IDs and verifications that checked nothing never do",
+        min_sample: trust::MIN_SAMPLE,
+        description: "lower bound of the 95% Wilson score interval of passes / (passes + fails), rounded to 6 decimals; every free and paid verification that checked something counts (for a key-based agent ID only the deliverables its key signed, each once); test- IDs and verifications that checked nothing never do; below min_sample counted verifications there is no score (reason unrated)",
     }
 }
 
@@ -42,10 +45,16 @@ fn method() -> Method {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ScoreResponse {
     pub agent_id: String,
+    /// Null with `reason` `no_data` or `unrated`.
     pub trust_score: Option<f64>,
+    /// Counted verifications (passes + fails).
     pub sample_size: u64,
     pub passes: u64,
     pub fails: u64,
+    /// Of the counted verifications, how many were paid for.
+    pub paid_verifications: u64,
+    /// The checks the counted verifications ran together.
+    pub checks_covered: u64,
     pub first_seen: Option<String>,
     pub last_seen: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -64,6 +73,10 @@ pub struct RecentOutcome {
     pub verification_id: String,
     pub result: String,
     pub verified_at: String,
+    /// Paid for (not a free call).
+    pub paid: bool,
+    /// The checks the verification ran.
+    pub checks: u64,
 }
 
 /// The free reputation history.
@@ -73,6 +86,10 @@ pub struct ReputationResponse {
     pub passes: u64,
     pub fails: u64,
     pub total: u64,
+    /// Of the counted verifications, how many were paid for.
+    pub paid_verifications: u64,
+    /// The checks the counted verifications ran together.
+    pub checks_covered: u64,
     pub first_seen: Option<String>,
     pub last_seen: Option<String>,
     /// Newest first, at most `recent_limit`.
@@ -116,17 +133,18 @@ pub(crate) fn signed_score(
 ) -> Result<Vec<u8>, ApiError> {
     let signer = s.keys.current();
     let computed_at = rfc3339_micros(s.clock.now());
-    let sample = history.passes + history.fails;
-    let score = trust::trust_score(history.passes, history.fails);
+    let rating = trust::rating(history.passes, history.fails);
     let response = ScoreResponse {
         agent_id: agent_id.to_owned(),
-        trust_score: score,
-        sample_size: sample,
+        trust_score: rating.ok(),
+        sample_size: history.passes + history.fails,
         passes: history.passes,
         fails: history.fails,
+        paid_verifications: history.paid,
+        checks_covered: history.checks,
         first_seen: history.first_seen.clone(),
         last_seen: history.last_seen.clone(),
-        reason: score.is_none().then_some("no_data"),
+        reason: rating.err().map(trust::NoScore::reason),
         identity: crate::identity::label(agent_id),
         method: method(),
         computed_at: computed_at.clone(),
@@ -157,8 +175,8 @@ pub async fn score(
             Err(e) => return Reply::Error(map_store_error(e)),
         }
     };
-    if history.passes + history.fails == 0 {
-        // No data: a free, signed answer, paid or not.
+    if trust::rating(history.passes, history.fails).is_err() {
+        // No data, or too little to rate: a free, signed answer, paid or not.
         return match signed_score(s, agent_id, &history) {
             Ok(body) => Reply::Answer(Answer {
                 body,
@@ -206,6 +224,8 @@ pub async fn reputation(s: &Services, agent_id: &str) -> Result<Vec<u8>, ApiErro
         passes: history.passes,
         fails: history.fails,
         total: history.passes + history.fails,
+        paid_verifications: history.paid,
+        checks_covered: history.checks,
         first_seen: history.first_seen,
         last_seen: history.last_seen,
         recent: history
@@ -215,6 +235,8 @@ pub async fn reputation(s: &Services, agent_id: &str) -> Result<Vec<u8>, ApiErro
                 verification_id: o.verification_id,
                 result: o.result,
                 verified_at: o.verified_at,
+                paid: o.paid,
+                checks: o.checks,
             })
             .collect(),
         recent_limit: RECENT_OUTCOMES,

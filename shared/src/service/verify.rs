@@ -192,7 +192,7 @@ async fn verify_in<'s>(
         Err(Refused::Over(over)) => return over_free_budget(s, &call.resource, used, over),
         Err(Refused::Invalid(e) | Refused::Error(e)) => return Reply::Error(e),
     };
-    let outcome = outcome_of(&call.request, &v);
+    let outcome = outcome_of(&call.request, &v, false);
     match s
         .store
         .claim_free(call.client, &day, s.config.free_per_day, outcome)
@@ -302,7 +302,7 @@ async fn paid<'s>(
                 .run(s, &call.request, now)
                 .await
                 .map_err(paid_refusal)?;
-            let outcome = outcome_of(&call.request, &v);
+            let outcome = outcome_of(&call.request, &v, true);
             Ok((v.body, outcome))
         },
     )
@@ -317,18 +317,18 @@ fn paid_refusal(r: Refused) -> ApiError {
     }
 }
 
-/// The outcome an answered verification adds to the agent's history (none for `test-` IDs
-/// and a null agent).
 /// The outcome a verification adds to its agent's history: none for `test-` or absent IDs,
 /// and none for a verification that checked nothing (a schema asserting nothing, no rule, no
 /// bound): it is evidence of nothing, so it cannot move a score.
-fn outcome_of(req: &VerifyRequest, v: &Verification) -> Option<Outcome> {
+fn outcome_of(req: &VerifyRequest, v: &Verification, paid: bool) -> Option<Outcome> {
     (req.records_history() && v.checks > 0).then(|| Outcome {
         agent_id: req.agent_id.clone().unwrap_or_default(),
         verification_id: v.verification_id.clone(),
         result: if v.passed { "pass" } else { "fail" }.into(),
         verified_at: v.verified_at.clone(),
         signed_deliverable: v.signed_deliverable.clone(),
+        paid,
+        checks: u64::try_from(v.checks).unwrap_or(u64::MAX),
     })
 }
 

@@ -3,9 +3,11 @@
 //!
 //! Items:
 //! - `ALLOW#<client>#<day>` / `ALLOW`: `used` (N), `expires_at` (TTL, two days after the day);
-//! - `AGENT#<id>` / `STATS`: `passes`, `fails` (N), `first_seen`, `last_seen` (S);
+//! - `AGENT#<id>` / `STATS`: `passes`, `fails`, `paid`, `checks` (N), `first_seen`,
+//!   `last_seen` (S);
 //! - `AGENT#<id>` / `OUT#<verified_at>#<verification_id>`: one outcome (`result`,
-//!   `verified_at`, `verification_id`); newest first by the sort key;
+//!   `verified_at`, `verification_id`, `paid` (BOOL), `checks` (N)); newest first by the sort
+//!   key;
 //! - `PAY#<network>#<payer>#<nonce-or-tx>` / `PAY`: a claimed payment, `expires_at` (TTL).
 //!
 //! A free verification is one `TransactWriteItems` round trip: the allowance increment
@@ -293,8 +295,15 @@ impl DynamoStore {
             .table_name(&self.table)
             .key("pk", s(agent_key(&o.agent_id)))
             .key("sk", s("STATS"))
-            .update_expression("ADD #c :one SET #first = if_not_exists(#first, :at), #last = :at")
+            .update_expression(
+                "ADD #c :one, #paid :paid, #checks :checks \
+                 SET #first = if_not_exists(#first, :at), #last = :at",
+            )
             .expression_attribute_names("#c", counter)
+            .expression_attribute_names("#paid", "paid")
+            .expression_attribute_names("#checks", "checks")
+            .expression_attribute_values(":paid", n(u64::from(o.paid)))
+            .expression_attribute_values(":checks", n(o.checks))
             .expression_attribute_names("#first", "first_seen")
             .expression_attribute_names("#last", "last_seen")
             .expression_attribute_values(":one", n(1))
@@ -311,6 +320,8 @@ impl DynamoStore {
             .item("result", s(&o.result))
             .item("verified_at", s(&o.verified_at))
             .item("verification_id", s(&o.verification_id))
+            .item("paid", AttributeValue::Bool(o.paid))
+            .item("checks", n(o.checks))
             .condition_expression("attribute_not_exists(pk)")
             .build()
             .map_err(backend)?;
@@ -483,12 +494,16 @@ impl Store for DynamoStore {
                     result: text(&o, "result").unwrap_or_default(),
                     verified_at: text(&o, "verified_at").unwrap_or_default(),
                     signed_deliverable: None,
+                    paid: matches!(o.get("paid"), Some(AttributeValue::Bool(true))),
+                    checks: num(&o, "checks"),
                 });
             }
         }
         Ok(AgentHistory {
             passes: num(&item, "passes"),
             fails: num(&item, "fails"),
+            paid: num(&item, "paid"),
+            checks: num(&item, "checks"),
             first_seen: text(&item, "first_seen"),
             last_seen: text(&item, "last_seen"),
             recent: list,

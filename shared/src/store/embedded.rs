@@ -59,6 +59,10 @@ struct KeptAnswer {
 struct AgentStats {
     passes: u64,
     fails: u64,
+    #[serde(default)]
+    paid: u64,
+    #[serde(default)]
+    checks: u64,
     first_seen: Option<String>,
     last_seen: Option<String>,
     next_seq: u64,
@@ -411,6 +415,8 @@ fn apply(db: &Database, batch: &[Job], durable: bool) -> Result<Vec<FreeClaim>, 
                 } else {
                     stats.fails += 1;
                 }
+                stats.paid += u64::from(o.paid);
+                stats.checks = stats.checks.saturating_add(o.checks);
                 stats
                     .first_seen
                     .get_or_insert_with(|| o.verified_at.clone());
@@ -538,6 +544,8 @@ impl Store for EmbeddedStore {
         Ok(AgentHistory {
             passes: stats.passes,
             fails: stats.fails,
+            paid: stats.paid,
+            checks: stats.checks,
             first_seen: stats.first_seen,
             last_seen: stats.last_seen,
             recent: list,

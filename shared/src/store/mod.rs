@@ -20,6 +20,13 @@ pub struct Outcome {
     /// one signature counts once however often it is submitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signed_deliverable: Option<String>,
+    /// Whether the verification was paid for (not a free call).
+    #[serde(default)]
+    pub paid: bool,
+    /// The checks the verification ran (at least 1: a verification that checked nothing is
+    /// never recorded).
+    #[serde(default)]
+    pub checks: u64,
 }
 
 impl Outcome {
@@ -43,6 +50,10 @@ pub enum FreeClaim {
 pub struct AgentHistory {
     pub passes: u64,
     pub fails: u64,
+    /// Of the counted verifications, how many were paid for.
+    pub paid: u64,
+    /// The checks all counted verifications ran together.
+    pub checks: u64,
     pub first_seen: Option<String>,
     pub last_seen: Option<String>,
     /// Newest first.
