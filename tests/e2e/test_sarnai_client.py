@@ -30,6 +30,10 @@ def test_verify_output_pass_and_fail(server, invoice):
         # Counted as the hosted service counts its own invoice example: 8 checks, 7 passed.
         assert bad.raw["integrity_checks"] == {"ratio": 0.875, "passed": 7, "total": 8}
         assert bad.raw["overall"] == {"ratio": 0.966667, "passed": 29, "total": 30}
+        # The receipt names the identity it was recorded under: none without an agent, a plain
+        # label is unverified (anyone may write under it).
+        assert ok.raw["agent_id"] is None and ok.raw["identity"] is None
+        assert bad.raw["agent_id"] == "test-e2e" and bad.raw["identity"] == "unverified"
 
 
 def test_compact_and_deliverable(server, invoice):
