@@ -3,8 +3,9 @@ the Base USDC address, the Python x402 facilitator over HTTP, and a buyer using 
 client against the real `verifier serve`. Money moves on chain exactly once per answer; every
 refused payment is a 402 with a specific reason and moves nothing. Solana: the requirement is
 offered with the facilitator's fee payer, and a payload built by the Python SVM client passes
-our local checks and the facilitator whose chain is stubbed (tests/x402/README.md says what is
-real there)."""
+our local checks and is settled on LiteSVM, the Solana runtime with the real SPL Token program
+(tests/x402/README.md says what is real there)."""
+import asyncio
 import base64
 import copy
 import json
@@ -27,7 +28,8 @@ from conftest import BIN, ROOT
 
 sys.path.insert(0, str(ROOT / "tests" / "x402"))
 from localchain import LocalChain  # noqa: E402
-from test_localchain import pay_svm  # noqa: E402
+from solders.keypair import Keypair  # noqa: E402
+from test_localchain import _tamper_buyer_signature, pay_svm  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:Client is deprecated")
 
@@ -349,29 +351,89 @@ def test_a_paid_score_lookup_costs_ten_thousand_units(start_server, chain):
     assert after[0] == before[0] - 10000 and after[1] == before[1] + 10000
 
 
-def test_solana_is_offered_with_the_facilitators_fee_payer_and_settles_on_the_stub(paid_server, chain):
+def svm_offer(server) -> dict:
+    required = decode(demand(server).headers["payment-required"])
+    return next(a for a in required["accepts"] if a["network"].startswith("solana:"))
+
+
+def svm_balances(chain):
+    return chain.svm_balance(chain.svm_buyer_address), chain.svm_balance(chain.svm_payee_address)
+
+
+def test_solana_settles_on_litesvm_once_and_each_bad_payment_is_refused(paid_server, chain):
+    """Issue 16: the buyer's real transaction (x402 Python SVM client) is verified and settled by
+    the x402 SDK facilitator on LiteSVM (the Solana runtime: real SPL Token program, sigverify,
+    blockhash check); balances move exactly once and every bad payment moves nothing."""
     spend_allowance(paid_server)
-    offer = demand(paid_server)
-    required = decode(offer.headers["payment-required"])
-    sol = next(a for a in required["accepts"] if a["network"].startswith("solana:"))
+    sol = svm_offer(paid_server)
     supported = httpx.get(chain.facilitator_url + "/supported").json()
     fee_payer = next(k["extra"]["feePayer"] for k in supported["kinds"] if k["network"] == sol["network"])
     assert sol["extra"] == {"feePayer": fee_payer}
     assert sol["asset"] == "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v" and sol["amount"] == "20000"
+    before = svm_balances(chain)
     payload = pay_svm(chain, sol)
     r = httpx.post(paid_server.url + "/verify/schema", json=request(),
                    headers={"PAYMENT-SIGNATURE": encode(payload)}, timeout=60)
     assert r.status_code == 200, r.text
     settlement = decode(r.headers["payment-response"])
     assert settlement["success"] is True and settlement["network"] == sol["network"]
+    assert settlement["payer"] == chain.svm_buyer_address
+    paid_once = (before[0] - 20000, before[1] + 20000)
+    assert svm_balances(chain) == paid_once
+
     again = httpx.post(paid_server.url + "/verify/schema", json=request(),
                        headers={"PAYMENT-SIGNATURE": encode(payload)}, timeout=60)
     assert_refused(again, "payment_replayed")
+
     cheaper = pay_svm(chain, dict(sol, amount="19999"))
     cheaper["accepted"] = sol  # claims the offered requirement, transfers less
-    r = httpx.post(paid_server.url + "/verify/schema", json=request(),
-                   headers={"PAYMENT-SIGNATURE": encode(cheaper)}, timeout=60)
-    assert_refused(r, "amount_mismatch")
+    elsewhere = pay_svm(chain, dict(sol, payTo=str(Keypair().pubkey())))
+    elsewhere["accepted"] = sol  # claims the offer, pays another account
+    tampered = _tamper_buyer_signature(pay_svm(chain, sol))
+    cases = [
+        ("transfers less", cheaper, "amount_mismatch"),
+        ("pays someone else", elsewhere, "recipient_mismatch"),
+        ("a forged buyer signature", tampered, "invalid_signature"),
+        # Only the chain can tell these: the facilitator's simulation on LiteSVM refuses them.
+        ("an unknown blockhash", pay_svm(chain, sol, blockhash=str(Keypair().pubkey())), "facilitator_rejected"),
+        ("a buyer without USDC", pay_svm(chain, sol, keypair=Keypair()), "facilitator_rejected"),
+    ]
+    for case, bad, code in cases:
+        r = httpx.post(paid_server.url + "/verify/schema", json=request(),
+                       headers={"PAYMENT-SIGNATURE": encode(bad)}, timeout=60)
+        assert r.status_code == 402, (case, r.text)
+        error = r.json()["payment_error"]
+        assert error["code"] == code, (case, error)
+        if code == "facilitator_rejected":
+            assert "simulation" in json.dumps(error), (case, error)
+    assert svm_balances(chain) == paid_once
+
+
+def test_a_paid_mcp_call_settles_on_litesvm(start_server, chain):
+    from mcp import Client
+
+    server = start_server(allowance=0, env=server_env(chain))
+    body = request("seller-sol-mcp")
+
+    async def go():
+        async with Client(server.url + "/mcp", mode="auto") as c:
+            asked = await c.call_tool("verify_schema", body)
+            assert asked.is_error
+            sol = next(a for a in asked.structured_content["accepts"] if a["network"].startswith("solana:"))
+            meta = {"x402/payment": pay_svm(chain, sol)}
+            paid = await c.call_tool("verify_schema", body, meta=meta)
+            replay = await c.call_tool("verify_schema", body, meta=meta)
+            return paid, replay
+
+    before = svm_balances(chain)
+    paid, replay = asyncio.run(go())
+    assert not paid.is_error, paid.meta
+    settlement = paid.meta["x402/payment-response"]
+    assert settlement["success"] is True and settlement["network"].startswith("solana:")
+    assert svm_balances(chain) == (before[0] - 20000, before[1] + 20000)
+    assert replay.is_error and replay.meta["payment_error"]["code"] == "payment_replayed"
+    assert svm_balances(chain) == (before[0] - 20000, before[1] + 20000)
+    assert httpx.get(server.url + "/reputation/seller-sol-mcp").json()["paid_verifications"] == 1
 
 
 def test_a_bearer_protected_facilitator(start_server):

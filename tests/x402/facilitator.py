@@ -16,12 +16,13 @@ The verification and settlement logic is the Python x402 SDK's own (`x402Facilit
 * EVM `eip155:8453`: `ExactEvmFacilitatorScheme(FacilitatorWeb3Signer(key, rpc_url))` against
   a real chain (anvil, see localchain.py): real eth_call simulation, real transactions.
 * Solana `solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp`: `ExactSvmFacilitatorScheme` over
-  `StubSvmChain`, an in-memory stand-in for the RPC node (simulate / send / confirm answered
-  from memory, with an explicit ed25519 check of every required signature, which the real
-  facilitator leaves to the node's sigVerify, and an SPL-token ledger seeded with --svm-fund).
+  `LiteSvmChain`: LiteSVM (solders.litesvm), the Solana runtime in process, with the real SPL
+  Token program, signature verification and blockhash check; the USDC mint sits at its mainnet
+  address and token accounts are seeded with --svm-fund.
 
-Test-only extras (not part of x402): `GET /health`, and
-`GET /_stub/svm/balance?owner=<base58>[&mint=<base58>]` -> {"owner", "mint", "ata", "balance"}.
+Test-only extras (not part of x402): `GET /health`, `GET /_svm/blockhash` -> {"blockhash"}
+(what a buyer puts in `extra.recentBlockhash`), and
+`GET /_svm/balance?owner=<base58>[&mint=<base58>]` -> {"owner", "mint", "ata", "balance"}.
 
 With `--require-bearer TOKEN` every request without `Authorization: Bearer TOKEN` gets 401.
 Each request is logged to stderr in one line.
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import hashlib
 import hmac
 import json
 import os
@@ -44,10 +44,14 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from pydantic import ValidationError
-from solders.hash import Hash
+from solders.account import Account
 from solders.keypair import Keypair
+from solders.litesvm import LiteSVM
 from solders.pubkey import Pubkey
+from solders.signature import Signature
+from solders.token.state import Mint, TokenAccount, TokenAccountState
 from solders.transaction import VersionedTransaction
+from solders.transaction_metadata import FailedTransactionMetadata
 from x402 import x402FacilitatorSync
 from x402.mechanisms.evm import FacilitatorWeb3Signer
 from x402.mechanisms.evm.exact import ExactEvmFacilitatorScheme
@@ -60,13 +64,7 @@ EVM_NETWORK = "eip155:8453"
 SVM_NETWORK = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"
 SVM_USDC_MINT = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"
 TOKEN_PROGRAM = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA"
-TOKEN_2022_PROGRAM = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb"
-COMPUTE_BUDGET_PROGRAM = "ComputeBudget111111111111111111111111111111"
-MEMO_PROGRAM = "MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr"
-LIGHTHOUSE_PROGRAM = "L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95"
-# A fixed, valid-looking blockhash that the stub chain accepts (clients put it in
-# requirements.extra.recentBlockhash, see x402.md §9).
-DEFAULT_SVM_BLOCKHASH = str(Hash(hashlib.sha256(b"x402-localchain svm blockhash").digest()))
+LAMPORTS_PER_SOL = 1_000_000_000
 
 
 def log(msg: str) -> None:
@@ -75,123 +73,97 @@ def log(msg: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Solana: a stubbed chain behind the real x402 SVM facilitator scheme
+# Solana: LiteSVM behind the real x402 SVM facilitator scheme
 # ---------------------------------------------------------------------------------------------
 
 
-class StubSvmChain(FacilitatorKeypairSigner):
-    """`FacilitatorSvmSigner` whose chain lives in memory.
+class LiteSvmChain(FacilitatorKeypairSigner):
+    """`FacilitatorSvmSigner` whose chain is LiteSVM (`solders.litesvm`): the real Solana
+    runtime in process, with its real SPL Token program, signature verification (sigverify on)
+    and blockhash check.
 
     Signing with the fee payer is the SDK's own (`FacilitatorKeypairSigner.sign_transaction`).
-    `simulate_transaction` does what a node's `simulateTransaction(sigVerify=true)` would do for
-    the x402 exact transaction shape: ed25519 check of every required signature over the
-    serialized message (prefixed with 0x80 for v0 messages), known blockhash, known programs,
-    and an SPL TransferChecked against the in-memory ledger (source ATA derivation, mint,
-    decimals, balance). `send_transaction` executes it once (a repeat of the same signature is
-    rejected like a node's "already processed"); `confirm_transaction` confirms what was sent.
-    Destination token accounts are treated as existing.
+    `simulate_transaction` is LiteSVM's simulation, `send_transaction` executes the
+    transaction (a repeat of the same transaction is refused by the runtime as already
+    processed), `confirm_transaction` looks it up in the runtime's history. The USDC mint
+    (6 decimals, classic token program) is placed at its mainnet address; `fund` creates or
+    overwrites an owner's associated token account with a balance. The fee payers get SOL.
     """
 
-    def __init__(self, keypairs: list[Keypair], blockhashes: list[str],
-                 mints: dict[str, int] | None = None):
+    def __init__(self, keypairs: list[Keypair], mints: dict[str, int] | None = None):
         super().__init__(keypairs, rpc_url="http://127.0.0.1:9")  # never contacted
         self._lock = threading.Lock()
-        self._blockhashes = {Hash.from_string(b) for b in blockhashes}
-        self._mints = dict(mints or {SVM_USDC_MINT: 6})  # mint -> decimals
-        self._balances: dict[str, int] = {}  # token account (ATA) -> amount
-        self._processed: dict[str, dict[str, Any]] = {}  # tx signature -> effects
+        self.svm = LiteSVM()
+        for kp in keypairs:
+            self.svm.airdrop(kp.pubkey(), 100 * LAMPORTS_PER_SOL)
+        for mint, decimals in (mints or {SVM_USDC_MINT: 6}).items():
+            data = bytes(Mint(mint_authority=None, supply=10**15, decimals=decimals, is_initialized=True))
+            self._place(Pubkey.from_string(mint), data)
+
+    def _place(self, address: Pubkey, data: bytes) -> None:
+        rent = self.svm.minimum_balance_for_rent_exemption(len(data))
+        self.svm.set_account(address, Account(lamports=rent, data=data,
+                                              owner=Pubkey.from_string(TOKEN_PROGRAM), executable=False))
 
     # -- ledger --------------------------------------------------------------------------------
     def fund(self, owner: str, amount: int, mint: str = SVM_USDC_MINT) -> str:
         ata = derive_ata(owner, mint, TOKEN_PROGRAM)
+        account = TokenAccount(mint=Pubkey.from_string(mint), owner=Pubkey.from_string(owner),
+                               amount=int(amount), delegate=None, state=TokenAccountState.Initialized,
+                               is_native=None, delegated_amount=0)
         with self._lock:
-            self._balances[ata] = self._balances.get(ata, 0) + int(amount)
+            self._place(Pubkey.from_string(ata), bytes(account))
         return ata
 
     def balance(self, owner: str, mint: str = SVM_USDC_MINT) -> tuple[str, int]:
         ata = derive_ata(owner, mint, TOKEN_PROGRAM)
         with self._lock:
-            return ata, self._balances.get(ata, 0)
+            account = self.svm.get_account(Pubkey.from_string(ata))
+        if account is None or not account.data:
+            return ata, 0
+        return ata, TokenAccount.from_bytes(bytes(account.data)).amount
+
+    def blockhash(self) -> str:
+        with self._lock:
+            return str(self.svm.latest_blockhash())
 
     # -- execution -----------------------------------------------------------------------------
     @staticmethod
-    def _decode(tx_base64: str) -> tuple[VersionedTransaction, bytes]:
-        raw = base64.b64decode(tx_base64)
-        tx = VersionedTransaction.from_bytes(raw)
-        return tx, raw
+    def _decode(tx_base64: str) -> VersionedTransaction:
+        return VersionedTransaction.from_bytes(base64.b64decode(tx_base64))
 
-    def _check(self, tx: VersionedTransaction, raw: bytes) -> list[tuple[str, str, int]]:
-        """Validate like simulateTransaction(sigVerify=true); return the token moves."""
-        msg = tx.message
-        header = msg.header
-        keys = list(msg.account_keys)
-        n_sig = header.num_required_signatures
-        sigs = list(tx.signatures)
-        if len(sigs) != n_sig:
-            raise RuntimeError(f"signature count {len(sigs)} != required {n_sig}")
-        # v0 messages are signed as 0x80 || message; legacy ones as the bare message.
-        versioned = self._is_versioned_transaction(raw)
-        signed_bytes = (b"\x80" if versioned else b"") + bytes(msg)
-        for i in range(n_sig):
-            if not sigs[i].verify(keys[i], signed_bytes):
-                raise RuntimeError(
-                    f"Transaction signature verification failure (signer {i}: {keys[i]})")
-        if msg.recent_blockhash not in self._blockhashes:
-            raise RuntimeError("BlockhashNotFound")
-        signers = {str(k) for k in keys[:n_sig]}
-        moves = []
-        for ix in msg.instructions:
-            program = str(keys[ix.program_id_index])
-            data = bytes(ix.data)
-            if program in (COMPUTE_BUDGET_PROGRAM, MEMO_PROGRAM, LIGHTHOUSE_PROGRAM):
-                continue
-            if program not in (TOKEN_PROGRAM, TOKEN_2022_PROGRAM):
-                raise RuntimeError(f"stub chain: unsupported program {program}")
-            if len(data) != 10 or data[0] != 12:
-                raise RuntimeError("stub chain: only SPL TransferChecked is supported")
-            src, mint, dst, owner = (str(keys[a]) for a in list(ix.accounts)[:4])
-            amount = int.from_bytes(data[1:9], "little")
-            if mint not in self._mints:
-                raise RuntimeError(f"AccountNotFound: mint {mint}")
-            if data[9] != self._mints[mint]:
-                raise RuntimeError("custom program error: 0x12 (MintDecimalsMismatch)")
-            if owner not in signers:
-                raise RuntimeError("missing required signature for instruction")
-            if src != derive_ata(owner, mint, program):
-                raise RuntimeError("custom program error: 0x4 (OwnerMismatch)")
-            if self._balances.get(src, 0) < amount:
-                if src not in self._balances:
-                    raise RuntimeError("AccountNotFound: source token account")
-                raise RuntimeError("custom program error: 0x1 (InsufficientFunds)")
-            moves.append((src, dst, amount))
-        return moves
+    @staticmethod
+    def _failed(result) -> str | None:
+        """The runtime's error of a failed simulation or execution, with its program logs."""
+        if not isinstance(result, FailedTransactionMetadata):
+            return None
+        logs = [line for line in result.meta().logs() if "failed" in line or "Error" in line]
+        return f"{result.err()}" + (f" ({'; '.join(logs)})" if logs else "")
 
     def simulate_transaction(self, tx_base64: str, network: str) -> None:
         if network != SVM_NETWORK:
-            raise RuntimeError(f"stub chain serves {SVM_NETWORK}, not {network}")
-        tx, raw = self._decode(tx_base64)
+            raise RuntimeError(f"this chain serves {SVM_NETWORK}, not {network}")
+        tx = self._decode(tx_base64)
         with self._lock:
-            self._check(tx, raw)
+            error = self._failed(self.svm.simulate_transaction(tx))
+        if error:
+            raise RuntimeError(f"simulation failed: {error}")
 
     def send_transaction(self, tx_base64: str, network: str) -> str:
         if network != SVM_NETWORK:
-            raise RuntimeError(f"stub chain serves {SVM_NETWORK}, not {network}")
-        tx, raw = self._decode(tx_base64)
-        signature = str(tx.signatures[0])
+            raise RuntimeError(f"this chain serves {SVM_NETWORK}, not {network}")
+        tx = self._decode(tx_base64)
         with self._lock:
-            if signature in self._processed:
-                raise RuntimeError("AlreadyProcessed: this transaction has already been processed")
-            moves = self._check(tx, raw)
-            for src, dst, amount in moves:
-                self._balances[src] -= amount
-                self._balances[dst] = self._balances.get(dst, 0) + amount
-            self._processed[signature] = {"moves": moves, "time": time.time()}
-        return signature
+            error = self._failed(self.svm.send_transaction(tx))
+        if error:
+            raise RuntimeError(f"transaction failed: {error}")
+        return str(tx.signatures[0])
 
     def confirm_transaction(self, signature: str, network: str, timeout_seconds: int = 30) -> None:
         with self._lock:
-            if signature not in self._processed:
-                raise RuntimeError(f"transaction {signature} not found")
+            found = self.svm.get_transaction(Signature.from_string(signature))
+        if found is None:
+            raise RuntimeError(f"transaction {signature} not found")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -259,7 +231,7 @@ def _scheme_payload_problem(payload: PaymentPayload) -> str | None:
 
 
 class Facilitator:
-    def __init__(self, facilitator: x402FacilitatorSync, svm_chain: StubSvmChain | None,
+    def __init__(self, facilitator: x402FacilitatorSync, svm_chain: LiteSvmChain | None,
                  bearer: str | None):
         self.facilitator = facilitator
         self.svm_chain = svm_chain
@@ -279,7 +251,9 @@ class Facilitator:
             return 200, {"status": "ok"}
         if method == "GET" and route == "/supported":
             return 200, self.facilitator.get_supported().model_dump(by_alias=True, exclude_none=True)
-        if method == "GET" and route == "/_stub/svm/balance" and self.svm_chain is not None:
+        if method == "GET" and route == "/_svm/blockhash" and self.svm_chain is not None:
+            return 200, {"blockhash": self.svm_chain.blockhash()}
+        if method == "GET" and route == "/_svm/balance" and self.svm_chain is not None:
             q = parse_qs(url.query)
             owner = (q.get("owner") or [""])[0]
             mint = (q.get("mint") or [SVM_USDC_MINT])[0]
@@ -391,7 +365,7 @@ def build(args) -> Facilitator:
     svm_chain = None
     svm_key = args.svm_private_key or os.environ.get("FACILITATOR_SVM_PRIVATE_KEY")
     if svm_key:
-        svm_chain = StubSvmChain([svm_keypair(svm_key)], args.svm_blockhash or [DEFAULT_SVM_BLOCKHASH])
+        svm_chain = LiteSvmChain([svm_keypair(svm_key)])
         for spec in args.svm_fund or []:
             owner, _, amount = spec.partition("=")
             svm_chain.fund(owner, int(amount))
@@ -410,9 +384,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--svm-private-key",
                     help="fee payer: base58 64-byte secret or 32-byte hex seed (or env FACILITATOR_SVM_PRIVATE_KEY)")
     ap.add_argument("--svm-fund", action="append", metavar="OWNER=AMOUNT",
-                    help="credit OWNER's USDC token account on the stub Solana chain (repeatable)")
-    ap.add_argument("--svm-blockhash", action="append", metavar="HASH",
-                    help=f"blockhash the stub chain accepts (repeatable; default {DEFAULT_SVM_BLOCKHASH})")
+                    help="set OWNER's USDC token account on the LiteSVM chain to AMOUNT (repeatable)")
     ap.add_argument("--require-bearer", metavar="TOKEN", help="answer 401 without Authorization: Bearer TOKEN")
     ap.add_argument("--confirmation-timeout", type=float, default=30.0)
     ap.add_argument("--quiet", action="store_true", help="no per-request log lines")

@@ -8,7 +8,8 @@ It starts, all on 127.0.0.1 and on free ports:
   contracts/MockUSDC.sol by solc-js and placed by `anvil_setCode` at the real Base USDC
   address, and USDC minted to a buyer: real EIP-3009 settlement on a real (local) chain;
 * facilitator.py: the Python x402 SDK facilitator over HTTP, for `eip155:8453` against anvil
-  and for Solana mainnet against a stubbed in-memory chain (SVM buyer funded there).
+  and for Solana mainnet against LiteSVM, the Solana runtime in process with the real SPL Token
+  program (SVM buyer funded there).
 
 As a library (pytest)::
 
@@ -183,7 +184,6 @@ class Proc:
 
 def start_facilitator(rpc_url: str, *, port: int | None = None, evm_key: str | None = FACILITATOR[1],
                       svm_key: str | None = None, svm_fund: dict[str, int] | None = None,
-                      svm_blockhash: str | None = None,
                       require_bearer: str | None = None, log: Path | None = None,
                       detach: bool = False, python: str = sys.executable,
                       timeout: float = 30.0) -> tuple[Proc, str]:
@@ -208,8 +208,6 @@ def start_facilitator(rpc_url: str, *, port: int | None = None, evm_key: str | N
         env["FACILITATOR_SVM_PRIVATE_KEY"] = svm_key
     for owner, amount in (svm_fund or {}).items():
         argv += ["--svm-fund", f"{owner}={amount}"]
-    if svm_blockhash:
-        argv += ["--svm-blockhash", svm_blockhash]
     if require_bearer:
         argv += ["--require-bearer", require_bearer]
     proc = Proc("facilitator", argv, log, port, detach=detach, env=env, own_log=own_log)
@@ -247,7 +245,6 @@ class LocalChain:
                  require_bearer: str | None = None,
                  log_dir: str | Path | None = None, detach: bool = False,
                  python: str = sys.executable, node: str = "node"):
-        from solders.hash import Hash  # solders ships with the x402[svm] requirements
         from solders.keypair import Keypair
 
         self.anvil_port = anvil_port or free_port()
@@ -272,7 +269,7 @@ class LocalChain:
         self.svm_buyer_key = str(svm_buyer)  # base58 of the 64-byte secret
         self.svm_buyer_address = str(svm_buyer.pubkey())
         self.svm_payee_address = svm_payee_address or str(Keypair.from_seed(_seed("svm payee")).pubkey())
-        self.svm_blockhash = str(Hash(_seed("svm blockhash")))  # the stub chain's blockhash
+        self.svm_blockhash = ""  # LiteSVM's, read from the facilitator once it runs
         self._own_log_dir = log_dir is None
         self.log_dir: Path | None = Path(log_dir) if log_dir else None
         self.detach, self.python, self.node = detach, python, node
@@ -300,11 +297,12 @@ class LocalChain:
                               self.log_dir / "anvil.log", self.anvil_port, detach=self.detach)
             self.facilitator, _ = start_facilitator(
                 self.rpc_url, port=self.facilitator_port, evm_key=self.facilitator_key,
-                svm_key=self._svm_fee_payer_seed, svm_fund={self.svm_buyer_address: self.svm_buyer_usdc},
-                svm_blockhash=self.svm_blockhash,
+                svm_key=self._svm_fee_payer_seed,
+                svm_fund={self.svm_buyer_address: self.svm_buyer_usdc, self.svm_payee_address: 0},
                 require_bearer=self.require_bearer, log=self.log_dir / "facilitator.log",
                 detach=self.detach, python=self.python)
             self.timings["facilitator_ready"] = time.monotonic() - t0
+            self.svm_blockhash = self._facilitator_get("/_svm/blockhash")["blockhash"]
             self._wait_anvil()
             self.timings["anvil_ready"] = time.monotonic() - t0
             out, err = compiler.communicate(timeout=120)
@@ -393,13 +391,15 @@ class LocalChain:
         """USDC balance of `address` in atomic units (balanceOf on chain)."""
         return int(self.call(USDC_ADDRESS, "0x" + BALANCE_OF_SELECTOR + _word_addr(address)), 16)
 
-    def svm_balance(self, owner: str, mint: str = SVM_USDC_MINT) -> int:
-        """Token balance of `owner`'s ATA on the facilitator's stubbed Solana chain."""
+    def _facilitator_get(self, path: str) -> dict:
         headers = {"Authorization": f"Bearer {self.require_bearer}"} if self.require_bearer else {}
-        req = urllib.request.Request(
-            f"{self.facilitator_url}/_stub/svm/balance?owner={owner}&mint={mint}", headers=headers)
+        req = urllib.request.Request(self.facilitator_url + path, headers=headers)
         with urllib.request.urlopen(req, timeout=10) as r:
-            return int(json.loads(r.read())["balance"])
+            return json.loads(r.read())
+
+    def svm_balance(self, owner: str, mint: str = SVM_USDC_MINT) -> int:
+        """Token balance of `owner`'s ATA on the facilitator's LiteSVM chain."""
+        return int(self._facilitator_get(f"/_svm/balance?owner={owner}&mint={mint}")["balance"])
 
     def env(self) -> dict[str, str]:
         """The KEY=VALUE set that the CLI writes (what a server under test needs)."""

@@ -4,7 +4,7 @@
 EVM: real anvil chain, MockUSDC at the Base USDC address, the Python x402 client signs,
 the local facilitator (Python x402 SDK) verifies and settles with real transactions, and the
 on-chain balances move. Solana: the real x402 SVM client (offline) and facilitator logic over
-the facilitator's stubbed in-memory chain.
+the facilitator's LiteSVM chain (the Solana runtime with the real SPL Token program).
 """
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def svm_client(keypair: Keypair, network: str, mint: str) -> x402ClientSync:
 def pay_svm(chain, requirement: dict, keypair: Keypair | None = None,
             blockhash: str | None = None) -> dict:
     """Offline SVM buyer. Our server's 402 has no recentBlockhash (a Python-only extra), so the
-    buyer adds the stub chain's blockhash to its copy of the requirement before signing; its
+    buyer adds the LiteSVM chain's latest blockhash to its copy of the requirement before signing; its
     `accepted.extra` is then a superset of the offered one."""
     pr = json.loads(base64.b64decode(payment_required_header(requirement)))
     for acc in pr["accepts"]:
@@ -476,7 +476,7 @@ def test_bearer_auth(chain):
     assert not port_open(proc.port)
 
 
-# -- Solana: real x402 SVM client and facilitator logic over the stubbed chain -------------------
+# -- Solana: real x402 SVM client and facilitator logic over LiteSVM --------------------------------
 
 
 def test_svm_payment_verifies_settles_once(http, chain, fee_payer):
@@ -507,7 +507,11 @@ def test_svm_payment_verifies_settles_once(http, chain, fee_payer):
     assert chain.svm_balance(chain.svm_payee_address) == payee0 + 20000
 
     s2 = settle(http, payload, req)
-    assert s2["success"] is False and s2["errorReason"] == "duplicate_settlement", s2
+    # The runtime itself refuses the replay: the SDK's pre-settlement simulation meets an
+    # already-processed transaction (on the stub chain, the SDK's duplicate cache answered).
+    assert s2["success"] is False and s2["errorReason"] == "transaction_simulation_failed", s2
+    again = verify(http, payload, req)
+    assert again["isValid"] is False and "AlreadyProcessed" in again["invalidMessage"], again
     assert chain.svm_balance(chain.svm_buyer_address) == buyer0 - 20000
     assert chain.svm_balance(chain.svm_payee_address) == payee0 + 20000
 
@@ -534,7 +538,7 @@ def test_svm_bad_payments_are_rejected(http, chain, fee_payer, case, reason):
     check_req = req
     kwargs = {}
     if case == "unknown_blockhash":
-        kwargs["blockhash"] = str(Keypair().pubkey())  # any 32 bytes the stub never issued
+        kwargs["blockhash"] = str(Keypair().pubkey())  # any 32 bytes the runtime never issued
     if case == "unfunded_buyer":
         kwargs["keypair"] = Keypair()
     payload = pay_svm(chain, req, **kwargs)
@@ -553,7 +557,7 @@ def test_svm_bad_payments_are_rejected(http, chain, fee_payer, case, reason):
     v = verify(http, payload, check_req)
     assert v["isValid"] is False and v["invalidReason"] == reason, v
     if case == "tampered_buyer_signature":
-        assert "signature verification failure" in v["invalidMessage"]
+        assert "SignatureFailure" in v["invalidMessage"]  # the runtime's sigverify
     s = settle(http, payload, check_req)
     assert s["success"] is False and s["errorReason"] == reason, s
     assert chain.svm_balance(chain.svm_buyer_address) == buyer0
