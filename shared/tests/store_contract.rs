@@ -201,6 +201,42 @@ async fn a_payment_is_claimed_once(store: Arc<dyn Store>) {
 }
 contract!(a_payment_is_claimed_once);
 
+/// A payment's claim moves claimed → settling → settled; only one of two racing requests
+/// takes over a `settling` claim; a released claim has no state and can be claimed again.
+async fn a_payment_claim_moves_through_its_states(store: Arc<dyn Store>) {
+    use verifier_core::store::PaymentState::{Claimed, Settled, Settling};
+    let key = format!("eip155:8453#0xdef#{}", uuid::Uuid::new_v4());
+    let until = time::OffsetDateTime::now_utc().unix_timestamp() + 3600;
+    let advance = |from, to| store.advance_payment(&key, from, to);
+    assert!(!advance(Claimed, Settling).await.expect("no claim yet"));
+    assert!(store.claim_payment(&key, until).await.expect("claim"));
+    assert!(!advance(Settling, Settled).await.expect("not settling"));
+    assert!(advance(Claimed, Settling).await.expect("to settling"));
+    let (a, b) = tokio::join!(advance(Settling, Claimed), advance(Settling, Claimed));
+    let wins = [a.expect("take over"), b.expect("take over")];
+    assert_eq!(wins.iter().filter(|w| **w).count(), 1, "{wins:?}");
+    assert!(advance(Claimed, Settling).await.expect("to settling"));
+    assert!(advance(Settling, Settled).await.expect("to settled"));
+    assert!(!advance(Settling, Claimed).await.expect("settled stays"));
+    assert!(!store.claim_payment(&key, until).await.expect("replay"));
+    let other = format!("{key}-released");
+    assert!(store.claim_payment(&other, until).await.expect("claim"));
+    store.release_payment(&other).await.expect("release");
+    assert!(
+        !store
+            .advance_payment(&other, Claimed, Settling)
+            .await
+            .expect("released")
+    );
+    assert!(
+        store
+            .claim_payment(&other, until)
+            .await
+            .expect("claim again")
+    );
+}
+contract!(a_payment_claim_moves_through_its_states);
+
 async fn a_paid_answer_is_kept_once_until_it_expires(store: Arc<dyn Store>) {
     use verifier_core::store::PaidAnswer;
     let now = time::OffsetDateTime::now_utc().unix_timestamp();

@@ -243,6 +243,65 @@ def test_a_facilitator_outage_burns_no_payment(start_server, chain, tmp_path):
     assert balances(chain) == after
 
 
+@pytest.fixture()
+def cutting(chain):
+    from cutting_proxy import CuttingProxy
+    proxy = CuttingProxy(chain.facilitator_url)
+    yield proxy
+    proxy.stop()
+
+
+def test_a_settlement_whose_answer_is_lost_is_paid_once_and_answered_on_the_retry(start_server, chain, cutting):
+    """Issue 16: the facilitator settles, but its answer never reaches us. The payer's money has
+    moved, so the claim stays `settling` (503, retry with the same payment); the same payment
+    sent again takes the claim over, the facilitator finds it spent, and the payer gets its
+    answer: one payment, one answer, one count, no second transfer."""
+    server = start_server(allowance=0, env=server_env(chain, VERIFIER_FACILITATOR_URL=cutting.url))
+    header = pay_header(chain, demand(server, body=request("seller-cut")).headers["payment-required"])
+    before = balances(chain)
+    cutting.cut_next_settle("after")
+    r = httpx.post(server.url + "/verify/schema", json=request("seller-cut"),
+                   headers={"PAYMENT-SIGNATURE": header}, timeout=60)
+    assert r.status_code == 503 and r.json()["code"] == "facilitator_unavailable", r.text
+    assert r.json()["retryable"] is True and r.json()["charged"] is False
+    paid_once = (before[0] - 20000, before[1] + 20000)
+    assert balances(chain) == paid_once, "settled upstream, the answer was lost"
+    assert httpx.get(server.url + "/reputation/seller-cut").json()["total"] == 0
+
+    ok = httpx.post(server.url + "/verify/schema", json=request("seller-cut"),
+                    headers={"PAYMENT-SIGNATURE": header}, timeout=60)
+    assert ok.status_code == 200, ok.text
+    settlement = decode(ok.headers["payment-response"])
+    assert settlement["success"] is True and settlement["payer"].lower() == chain.buyer_address.lower()
+    assert balances(chain) == paid_once
+    rep = httpx.get(server.url + "/reputation/seller-cut").json()
+    assert (rep["total"], rep["paid_verifications"]) == (1, 1)
+    again = httpx.post(server.url + "/verify/schema", json=request("seller-cut"),
+                       headers={"PAYMENT-SIGNATURE": header}, timeout=60)
+    assert_refused(again, "payment_replayed")
+    assert balances(chain) == paid_once
+
+
+def test_a_settlement_cut_before_the_facilitator_is_settled_once_on_the_retry(start_server, chain, cutting):
+    """The connection drops after our request left and before the facilitator saw it: the
+    outcome is unknown to us, nothing moved. The retry settles it, exactly once."""
+    server = start_server(allowance=0, env=server_env(chain, VERIFIER_FACILITATOR_URL=cutting.url))
+    header = pay_header(chain, demand(server).headers["payment-required"])
+    before = balances(chain)
+    cutting.cut_next_settle("before")
+    r = httpx.post(server.url + "/verify/schema", json=request(), headers={"PAYMENT-SIGNATURE": header},
+                   timeout=60)
+    assert r.status_code == 503 and r.json()["code"] == "facilitator_unavailable", r.text
+    assert balances(chain) == before and cutting.settles_forwarded == 0
+    ok = httpx.post(server.url + "/verify/schema", json=request(), headers={"PAYMENT-SIGNATURE": header},
+                    timeout=60)
+    assert ok.status_code == 200, ok.text
+    settlement = decode(ok.headers["payment-response"])
+    assert settlement["success"] is True and settlement["transaction"].startswith("0x")
+    assert balances(chain) == (before[0] - 20000, before[1] + 20000)
+    assert cutting.settles_forwarded == 1
+
+
 def test_a_payment_identifier_gets_a_lost_answer_again_without_paying_twice(paid_server, chain):
     spend_allowance(paid_server)
     pid = "pay_" + secrets.token_hex(16)

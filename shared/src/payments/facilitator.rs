@@ -11,8 +11,13 @@ use std::time::Duration;
 /// Why the facilitator gave no usable answer.
 #[derive(Debug, thiserror::Error)]
 pub enum FacilitatorError {
+    /// The request never left: no connection could be made.
     #[error("the facilitator could not be reached: {0}")]
     Unreachable(String),
+    /// The request was sent (or may have been) but no answer came back: what the facilitator
+    /// did with it is unknown.
+    #[error("the facilitator gave no answer: {0}")]
+    NoAnswer(String),
     #[error("the facilitator answered HTTP {0} without a usable body")]
     Status(u16),
     #[error("the facilitator's answer is not the expected JSON")]
@@ -36,6 +41,16 @@ struct Exchange<'a> {
     x402_version: u8,
     payment_payload: &'a PaymentPayload,
     payment_requirements: &'a PaymentRequirements,
+}
+
+impl FacilitatorError {
+    /// Whether the request certainly never reached the facilitator (so nothing was done).
+    pub fn never_sent(&self) -> bool {
+        matches!(
+            self,
+            FacilitatorError::Unreachable(_) | FacilitatorError::Auth(_)
+        )
+    }
 }
 
 impl Facilitator {
@@ -136,7 +151,10 @@ impl Facilitator {
                 Err(e) if e.is_connect() && attempt < 2 => {
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
-                Err(e) => return Err(FacilitatorError::Unreachable(e.to_string())),
+                Err(e) if e.is_connect() => {
+                    return Err(FacilitatorError::Unreachable(e.to_string()));
+                }
+                Err(e) => return Err(FacilitatorError::NoAnswer(e.to_string())),
             }
         }
     }
@@ -149,7 +167,7 @@ async fn read<T: DeserializeOwned>(response: reqwest::Response) -> Result<T, Fac
     let bytes = response
         .bytes()
         .await
-        .map_err(|e| FacilitatorError::Unreachable(e.to_string()))?;
+        .map_err(|e| FacilitatorError::NoAnswer(e.to_string()))?;
     match serde_json::from_slice(&bytes) {
         Ok(v) => Ok(v),
         Err(_) if status.is_success() => Err(FacilitatorError::Body),

@@ -9,7 +9,7 @@ use super::refusals::RefusalBudget;
 use super::types::{PaymentPayload, PaymentRequirements, SettlementResponse};
 use super::{evm, svm};
 use crate::config::{SOLANA_NETWORK, ServiceConfig};
-use crate::store::Store;
+use crate::store::{PaymentState, Store};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
 use serde_json::Value;
@@ -124,6 +124,30 @@ pub struct Authorized {
     pub payer: String,
     /// Its identity in the replay guard.
     pub replay_key: String,
+    /// The payment was taken over from an earlier attempt whose settlement outcome is unknown
+    /// (so it may have been settled already).
+    pub resumed: bool,
+}
+
+/// Why a settlement gave no settled payment.
+#[derive(Debug)]
+pub enum SettleFailure {
+    /// The facilitator answered that it did not settle: nothing moved.
+    Refused(PaymentError, SettlementResponse),
+    /// The settlement request never reached the facilitator: nothing moved.
+    NotSent,
+    /// The request was sent but no answer came back: the outcome is unknown.
+    Unknown,
+}
+
+fn authorized(checked: &Checked, resumed: bool) -> Authorized {
+    Authorized {
+        payload: checked.payload.clone(),
+        requirements: checked.requirements.clone(),
+        payer: checked.payer.clone(),
+        replay_key: checked.replay_key.clone(),
+        resumed,
+    }
 }
 
 /// The facilitator and what was learnt from it.
@@ -318,8 +342,26 @@ impl PaymentGate {
                 tracing::warn!(error = %e, "replay guard unavailable");
                 PaymentError::FacilitatorUnavailable
             })?;
-        if !first {
+        // A payment whose earlier settlement ended without an answer may be taken over, by one
+        // request; it is not verified again (its settlement may have gone through).
+        let resumed = !first
+            && store
+                .advance_payment(
+                    &checked.replay_key,
+                    PaymentState::Settling,
+                    PaymentState::Claimed,
+                )
+                .await
+                .map_err(|e| {
+                    tracing::warn!(error = %e, "replay guard unavailable");
+                    PaymentError::FacilitatorUnavailable
+                })?;
+        if !first && !resumed {
             return Err(PaymentError::Replayed);
+        }
+        if resumed {
+            tracing::warn!("a payment whose settlement outcome was unknown is sent again");
+            return Ok(authorized(checked, true));
         }
         let verdict = match facilitator
             .verify(&checked.payload, &checked.requirements)
@@ -337,12 +379,22 @@ impl PaymentGate {
             let reason = verdict.invalid_reason.as_deref().unwrap_or("invalid");
             return Err(PaymentError::Rejected(sanitize_reason(reason)));
         }
-        Ok(Authorized {
-            payload: checked.payload.clone(),
-            requirements: checked.requirements.clone(),
-            payer: checked.payer.clone(),
-            replay_key: checked.replay_key.clone(),
-        })
+        Ok(authorized(checked, false))
+    }
+
+    /// Whether a payment is still valid by the facilitator's word (`None`: no answer).
+    pub async fn still_valid(&self, authorized: &Authorized) -> Option<bool> {
+        let facilitator = self.facilitator.as_ref()?;
+        match facilitator
+            .verify(&authorized.payload, &authorized.requirements)
+            .await
+        {
+            Ok(v) => Some(v.is_valid),
+            Err(e) => {
+                tracing::warn!(error = %e, "facilitator verify failed");
+                None
+            }
+        }
     }
 
     /// Give a claimed payment back before it was settled (the request was refused after the
@@ -353,12 +405,13 @@ impl PaymentGate {
         }
     }
 
-    /// Settle an authorized payment. On failure the error and the failed settlement response
-    /// (for `PAYMENT-RESPONSE`) come back together.
+    /// Settle an authorized payment. A refusal carries the error and the failed settlement
+    /// response (for `PAYMENT-RESPONSE`); a request that never reached the facilitator and one
+    /// that got no answer are told apart (nothing moved, or unknown).
     pub async fn settle(
         &self,
         authorized: &Authorized,
-    ) -> Result<SettlementResponse, (PaymentError, SettlementResponse)> {
+    ) -> Result<SettlementResponse, SettleFailure> {
         let failed = |reason: &str| SettlementResponse {
             success: false,
             error_reason: Some(reason.to_owned()),
@@ -368,7 +421,10 @@ impl PaymentGate {
             network: authorized.requirements.network.clone(),
         };
         let Some(facilitator) = &self.facilitator else {
-            return Err((PaymentError::NotConfigured, failed("not_configured")));
+            return Err(SettleFailure::Refused(
+                PaymentError::NotConfigured,
+                failed("not_configured"),
+            ));
         };
         match facilitator
             .settle(&authorized.payload, &authorized.requirements)
@@ -383,14 +439,18 @@ impl PaymentGate {
                     error_message: None,
                     ..s
                 };
-                Err((PaymentError::SettlementFailed(reason), response))
+                Err(SettleFailure::Refused(
+                    PaymentError::SettlementFailed(reason),
+                    response,
+                ))
+            }
+            Err(e) if e.never_sent() => {
+                tracing::error!(error = %e, "settlement could not be sent");
+                Err(SettleFailure::NotSent)
             }
             Err(e) => {
-                tracing::error!(error = %e, "settlement did not complete");
-                Err((
-                    PaymentError::SettlementFailed("unexpected_settle_error".into()),
-                    failed("unexpected_settle_error"),
-                ))
+                tracing::error!(error = %e, "settlement sent but not answered: outcome unknown");
+                Err(SettleFailure::Unknown)
             }
         }
     }

@@ -15,6 +15,8 @@ pub mod svm;
 pub mod types;
 
 pub use error::{PAYMENT_ERROR_CODES, PaymentError};
-pub use gate::{Authorized, Checked, FacilitatorSettings, Inspected, PaymentGate, PaymentInput};
+pub use gate::{
+    Authorized, Checked, FacilitatorSettings, Inspected, PaymentGate, PaymentInput, SettleFailure,
+};
 pub use offer::{FreeTrialState, accepts, encode_header, free_trial, payment_required, resource};
 pub use types::{PaymentPayload, PaymentRequired, PaymentRequirements, SettlementResponse};

@@ -6,9 +6,10 @@ use super::{Answer, Billing, PaymentDemand, Reply, Resource, Services};
 use crate::errors::ApiError;
 use crate::payments::identifier::fingerprint;
 use crate::payments::{
-    Checked, Inspected, PaymentError, PaymentInput, SettlementResponse, payment_required, resource,
+    Authorized, Checked, Inspected, PaymentError, PaymentInput, SettleFailure, SettlementResponse,
+    payment_required, resource,
 };
-use crate::store::{Outcome, PaidAnswer};
+use crate::store::{Outcome, PaidAnswer, PaymentState};
 use serde_json::Value;
 use std::future::Future;
 use std::time::Duration;
@@ -122,8 +123,13 @@ pub fn admit(
 
 /// Charge `amount` for `work`: the payment is claimed and verified by the facilitator first;
 /// the body is returned only after settlement succeeded, and its outcome (if any) is recorded
-/// for the agent's history. Work that is refused (an error) releases the claim, so the payer
-/// can send the same payment again: nothing was settled.
+/// for the agent's history.
+///
+/// The payment's claim moves claimed → settling → settled in the store. Work that is refused,
+/// a settlement the facilitator refused and one that never reached it release the claim
+/// (nothing moved: the payer can send the same payment again). A settlement sent but not
+/// answered stays `settling` and is answered 503: the same payment sent again takes it over
+/// and settles it once (see [`settle_resumed`]).
 #[allow(clippy::too_many_arguments)]
 pub async fn charge<F, Fut>(
     s: &Services,
@@ -153,29 +159,125 @@ where
         }
         Err(e) => return demand(s, amount, res, Some(e), None, free_trial),
     };
-    let (body, outcome) = match work().await {
-        Ok(done) => done,
-        Err(e) => {
+    // Nothing moved in this attempt: a fresh claim is forgotten, a taken-over one goes back
+    // to `settling` (its first attempt's outcome is still unknown).
+    let authorized = &authorized;
+    let give_back = |settling: bool| async move {
+        if !authorized.resumed {
             s.payments
                 .release(s.store.as_ref(), &authorized.replay_key)
                 .await;
+        } else if !settling {
+            let _ = advance(s, authorized, PaymentState::Claimed, PaymentState::Settling).await;
+        }
+    };
+    let (body, outcome) = match work().await {
+        Ok(done) => done,
+        Err(e) => {
+            give_back(false).await;
             return Reply::Error(e);
         }
     };
-    match s.payments.settle(&authorized).await {
-        Ok(settlement) => {
-            if let Some(outcome) = outcome {
-                record(s, outcome).await;
+    if let Err(e) = advance(s, authorized, PaymentState::Claimed, PaymentState::Settling).await {
+        give_back(false).await;
+        return Reply::Error(e);
+    }
+    let unavailable = Reply::Error(ApiError::FacilitatorUnavailable { retry_after: 2 });
+    let settlement = match s.payments.settle(authorized).await {
+        Ok(settlement) => settlement,
+        Err(SettleFailure::Refused(e, settlement)) if authorized.resumed => {
+            match settle_resumed(s, authorized).await {
+                Resumed::Settled(settlement) => settlement,
+                Resumed::NotSettled => {
+                    s.payments
+                        .release(s.store.as_ref(), &authorized.replay_key)
+                        .await;
+                    return demand(s, amount, res, Some(e), Some(settlement), free_trial);
+                }
+                Resumed::Unknown => return unavailable,
             }
-            if let Some(k) = &kept {
-                keep(s, k, &body, &settlement, checked.keep_until).await;
-            }
-            Reply::Answer(Answer {
-                body,
-                billing: Billing::Paid(settlement),
+        }
+        Err(SettleFailure::Refused(e, settlement)) => {
+            give_back(true).await;
+            return demand(s, amount, res, Some(e), Some(settlement), free_trial);
+        }
+        Err(SettleFailure::NotSent) => {
+            give_back(true).await;
+            return unavailable;
+        }
+        // The claim stays `settling`: the same payment sent again takes it over.
+        Err(SettleFailure::Unknown) => return unavailable,
+    };
+    if let Err(e) = advance(s, authorized, PaymentState::Settling, PaymentState::Settled).await {
+        tracing::error!(error = ?e, "a settled payment's state could not be stored");
+    }
+    if let Some(outcome) = outcome {
+        record(s, outcome).await;
+    }
+    if let Some(k) = &kept {
+        keep(s, k, &body, &settlement, checked.keep_until).await;
+    }
+    Reply::Answer(Answer {
+        body,
+        billing: Billing::Paid(settlement),
+    })
+}
+
+/// Move the payment's claim between states; a store failure is a retryable 503.
+async fn advance(
+    s: &Services,
+    authorized: &Authorized,
+    from: PaymentState,
+    to: PaymentState,
+) -> Result<(), ApiError> {
+    match s
+        .store
+        .advance_payment(&authorized.replay_key, from, to)
+        .await
+    {
+        Ok(true) => Ok(()),
+        Ok(false) => {
+            tracing::error!(
+                from = from.as_str(),
+                to = to.as_str(),
+                "a payment claim moved away"
+            );
+            Err(ApiError::Internal)
+        }
+        Err(e) => Err(super::verify::store_error(e)),
+    }
+}
+
+/// What became of a taken-over payment the facilitator refused to settle.
+enum Resumed {
+    /// Settled by the earlier attempt.
+    Settled(SettlementResponse),
+    /// Still valid, so never settled: refused as usual.
+    NotSettled,
+    /// The facilitator did not say: the claim stays `settling`.
+    Unknown,
+}
+
+/// A taken-over payment the facilitator now refuses to settle: either the earlier attempt
+/// settled it (the money reached our payTo, which the payment itself names) or it became
+/// invalid. The facilitator's verify tells which: a payment it still finds valid was not
+/// settled; one it no longer accepts is taken as settled by the earlier attempt, so the payer
+/// gets the answer it paid for (`success` with no transaction of ours to name).
+async fn settle_resumed(s: &Services, authorized: &Authorized) -> Resumed {
+    match s.payments.still_valid(authorized).await {
+        Some(true) => Resumed::NotSettled,
+        None => Resumed::Unknown,
+        Some(false) => {
+            tracing::warn!("a resumed payment is spent: answered as settled by its first attempt");
+            Resumed::Settled(SettlementResponse {
+                success: true,
+                error_reason: None,
+                error_message: None,
+                payer: Some(authorized.payer.clone()),
+                transaction: String::new(),
+                network: authorized.requirements.network.clone(),
             })
         }
-        Err((e, settlement)) => demand(s, amount, res, Some(e), Some(settlement), free_trial),
     }
 }
 

@@ -8,7 +8,9 @@
 //! - `AGENT#<id>` / `OUT#<verified_at>#<verification_id>`: one outcome (`result`,
 //!   `verified_at`, `verification_id`, `paid` (BOOL), `checks` (N)); newest first by the sort
 //!   key;
-//! - `PAY#<network>#<payer>#<nonce-or-tx>` / `PAY`: a claimed payment, `expires_at` (TTL).
+//! - `PAY#<network>#<payer>#<nonce-or-tx>` / `PAY`: a claimed payment, `state` (`claimed`,
+//!   `settling`, `settled`; none on rows older than payment states: settled), `expires_at`
+//!   (TTL).
 //!
 //! A free verification is one `TransactWriteItems` round trip: the allowance increment
 //! (conditional on `used < limit`), the agent's counters and its outcome commit together or not
@@ -18,7 +20,7 @@
 //! wrong count or a lost outcome. Each transaction carries a client request token, so an SDK
 //! retry of a request that did commit is not applied twice.
 
-use super::{AgentHistory, FreeClaim, Outcome, PaidAnswer, Store, StoreError};
+use super::{AgentHistory, FreeClaim, Outcome, PaidAnswer, PaymentState, Store, StoreError};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
@@ -514,9 +516,43 @@ impl Store for DynamoStore {
         self.put_if_absent(HashMap::from([
             ("pk".to_owned(), s(format!("PAY#{key}"))),
             ("sk".to_owned(), s("PAY")),
+            ("state".to_owned(), s(PaymentState::Claimed.as_str())),
             ("expires_at".to_owned(), n(keep_until)),
         ]))
         .await
+    }
+
+    async fn advance_payment(
+        &self,
+        key: &str,
+        from: PaymentState,
+        to: PaymentState,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(format!("PAY#{key}")))
+            .key("sk", s("PAY"))
+            .update_expression("SET #state = :to")
+            .condition_expression("#state = :from")
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":from", s(from.as_str()))
+            .expression_attribute_values(":to", s(to.as_str()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(se))
+                if matches!(
+                    se.err(),
+                    aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(_)
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(classify(e)),
+        }
     }
 
     async fn release_payment(&self, key: &str) -> Result<(), StoreError> {

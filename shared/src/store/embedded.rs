@@ -10,7 +10,7 @@
 //! calls answered in the last interval (their counts and outcomes together, never one without
 //! the other).
 
-use super::{AgentHistory, FreeClaim, Outcome, PaidAnswer, Store, StoreError};
+use super::{AgentHistory, FreeClaim, Outcome, PaidAnswer, PaymentState, Store, StoreError};
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
@@ -36,6 +36,9 @@ const OUTCOMES: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("outc
 const PAYMENTS: TableDefinition<&str, i64> = TableDefinition::new("payments");
 /// The same claims by expiry, for pruning.
 const PAYMENT_EXPIRY: TableDefinition<(i64, &str), ()> = TableDefinition::new("payment_expiry");
+/// Where a claimed payment stands (`claimed`, `settling`, `settled`); a claim without a row
+/// here predates payment states and counts as settled.
+const PAYMENT_STATES: TableDefinition<&str, &str> = TableDefinition::new("payment_states");
 /// Paid answers kept under their payment identifier: id → JSON of [`KeptAnswer`]. Their expiry
 /// is in [`PAYMENT_EXPIRY`] under [`ANSWER_PREFIX`] + id.
 const ANSWERS: TableDefinition<&str, &[u8]> = TableDefinition::new("paid_answers");
@@ -83,6 +86,13 @@ enum Job {
     Payment {
         key: String,
         keep_until: i64,
+        reply: oneshot::Sender<Result<FreeClaim, StoreError>>,
+    },
+    /// Move a payment claim from one state to another; `Granted` when it moved.
+    Advance {
+        key: String,
+        from: PaymentState,
+        to: PaymentState,
         reply: oneshot::Sender<Result<FreeClaim, StoreError>>,
     },
     /// Forget a payment claim that was never settled.
@@ -173,6 +183,7 @@ impl EmbeddedStore {
             txn.open_table(OUTCOMES).map_err(backend)?;
             txn.open_table(PAYMENTS).map_err(backend)?;
             txn.open_table(PAYMENT_EXPIRY).map_err(backend)?;
+            txn.open_table(PAYMENT_STATES).map_err(backend)?;
             txn.open_table(ANSWERS).map_err(backend)?;
             txn.open_table(DELIVERABLES).map_err(backend)?;
             txn.commit().map_err(backend)?;
@@ -268,6 +279,7 @@ fn flush(db: &Database) -> Result<(), String> {
 /// Drop a few claims whose keeping time has passed.
 fn prune_payments(
     payments: &mut redb::Table<&str, i64>,
+    states: &mut redb::Table<&str, &str>,
     expiry: &mut redb::Table<(i64, &str), ()>,
     answers: &mut redb::Table<&str, &[u8]>,
 ) -> Result<(), redb::StorageError> {
@@ -287,6 +299,7 @@ fn prune_payments(
             answers.remove(id)?;
         } else {
             payments.remove(key.as_str())?;
+            states.remove(key.as_str())?;
         }
     }
     Ok(())
@@ -297,6 +310,7 @@ fn reply(job: Job, result: Result<FreeClaim, StoreError>) {
         Job::Claim { reply, .. }
         | Job::Record { reply, .. }
         | Job::Payment { reply, .. }
+        | Job::Advance { reply, .. }
         | Job::Release { reply, .. }
         | Job::Answer { reply, .. } => reply,
     };
@@ -316,9 +330,11 @@ fn apply(db: &Database, batch: &[Job], durable: bool) -> Result<Vec<FreeClaim>, 
         let mut outcomes = txn.open_table(OUTCOMES).map_err(|e| e.to_string())?;
         let mut payments = txn.open_table(PAYMENTS).map_err(|e| e.to_string())?;
         let mut expiry = txn.open_table(PAYMENT_EXPIRY).map_err(|e| e.to_string())?;
+        let mut states = txn.open_table(PAYMENT_STATES).map_err(|e| e.to_string())?;
         let mut answers = txn.open_table(ANSWERS).map_err(|e| e.to_string())?;
         let mut deliverables = txn.open_table(DELIVERABLES).map_err(|e| e.to_string())?;
-        prune_payments(&mut payments, &mut expiry, &mut answers).map_err(|e| e.to_string())?;
+        prune_payments(&mut payments, &mut states, &mut expiry, &mut answers)
+            .map_err(|e| e.to_string())?;
         for job in batch {
             let (outcome, claim) = match job {
                 Job::Claim {
@@ -354,6 +370,9 @@ fn apply(db: &Database, batch: &[Job], durable: bool) -> Result<Vec<FreeClaim>, 
                         payments
                             .insert(key.as_str(), *keep_until)
                             .map_err(|e| e.to_string())?;
+                        states
+                            .insert(key.as_str(), PaymentState::Claimed.as_str())
+                            .map_err(|e| e.to_string())?;
                         expiry
                             .insert((*keep_until, key.as_str()), ())
                             .map_err(|e| e.to_string())?;
@@ -361,7 +380,28 @@ fn apply(db: &Database, batch: &[Job], durable: bool) -> Result<Vec<FreeClaim>, 
                     }
                     continue;
                 }
+                Job::Advance { key, from, to, .. } => {
+                    let claimed = payments
+                        .get(key.as_str())
+                        .map_err(|e| e.to_string())?
+                        .is_some();
+                    let current = states
+                        .get(key.as_str())
+                        .map_err(|e| e.to_string())?
+                        .map(|g| g.value().to_owned());
+                    let current = current.as_deref().unwrap_or(PaymentState::Settled.as_str());
+                    if claimed && current == from.as_str() {
+                        states
+                            .insert(key.as_str(), to.as_str())
+                            .map_err(|e| e.to_string())?;
+                        results.push(FreeClaim::Granted { used: 1 });
+                    } else {
+                        results.push(FreeClaim::Exhausted { used: 1 });
+                    }
+                    continue;
+                }
                 Job::Release { key, .. } => {
+                    states.remove(key.as_str()).map_err(|e| e.to_string())?;
                     let kept = payments
                         .remove(key.as_str())
                         .map_err(|e| e.to_string())?
@@ -483,6 +523,24 @@ impl Store for EmbeddedStore {
             })
             .await?;
         Ok(matches!(claim, FreeClaim::Granted { .. }))
+    }
+
+    async fn advance_payment(
+        &self,
+        key: &str,
+        from: PaymentState,
+        to: PaymentState,
+    ) -> Result<bool, StoreError> {
+        let key = key.to_owned();
+        let moved = self
+            .submit(|reply| Job::Advance {
+                key,
+                from,
+                to,
+                reply,
+            })
+            .await?;
+        Ok(matches!(moved, FreeClaim::Granted { .. }))
     }
 
     async fn release_payment(&self, key: &str) -> Result<(), StoreError> {

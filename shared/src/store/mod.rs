@@ -72,6 +72,28 @@ pub struct PaidAnswer {
     pub settlement: String,
 }
 
+/// Where a claimed payment stands. A claim starts `Claimed`; it is `Settling` while the
+/// facilitator settles it, `Settled` once it did. A claim that never reached settlement is
+/// released (forgotten); one whose settlement outcome is unknown stays `Settling`, so the same
+/// payment sent again can take it over ([`Store::advance_payment`]) instead of being a replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PaymentState {
+    Claimed,
+    Settling,
+    Settled,
+}
+
+impl PaymentState {
+    /// The name stored for the state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaymentState::Claimed => "claimed",
+            PaymentState::Settling => "settling",
+            PaymentState::Settled => "settled",
+        }
+    }
+}
+
 /// Store failures; all are retryable from the caller's point of view.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -105,9 +127,20 @@ pub trait Store: Send + Sync {
     /// An agent's history with up to `recent` newest outcomes.
     async fn history(&self, agent_id: &str, recent: usize) -> Result<AgentHistory, StoreError>;
 
-    /// Claim a payment's identity (network, payer and nonce or transaction) once, keeping it
-    /// until `keep_until` (unix seconds). `Ok(false)` when it was claimed before: a replay.
+    /// Claim a payment's identity (network, payer and nonce or transaction) once, in state
+    /// `Claimed`, keeping it until `keep_until` (unix seconds). `Ok(false)` when it was
+    /// claimed before.
     async fn claim_payment(&self, key: &str, keep_until: i64) -> Result<bool, StoreError>;
+
+    /// Move a claimed payment from state `from` to `to` if it is in `from` (one caller wins a
+    /// race); `Ok(false)` when it is not (another state, or no claim). A claim made before
+    /// payment states existed counts as settled.
+    async fn advance_payment(
+        &self,
+        key: &str,
+        from: PaymentState,
+        to: PaymentState,
+    ) -> Result<bool, StoreError>;
 
     /// Forget a payment claimed by [`Store::claim_payment`] that was never settled, so the
     /// same payment can be sent again. Forgetting an unknown key is not an error.
