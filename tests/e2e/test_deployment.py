@@ -1,0 +1,184 @@
+"""Issue 17: the API as deployed. Every Lambda function of template.yaml runs as its release
+binary against the Lambda Runtime API emulator of cargo-lambda, with the template's environment,
+on DynamoDB Local and moto, behind a router built from the template's routes (deployment.py).
+The first `rotate-key` invocation makes the signing key; the suites below go through one base
+URL: the SarnAI client, the MCP client, discovery and receipts through the served agent card,
+the allowance counted in DynamoDB, a second rotation, and a paid call on the local chain."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import boto3
+import httpx
+import pytest
+from sarnai import PaymentRequiredError, SarnAIClient, SarnAIError
+
+from conftest import BIN, ROOT
+from deployment import RELEASE, Deployment
+
+sys.path.insert(0, str(ROOT / "tests" / "x402"))
+
+ALLOWANCE = 40
+PASSING = {"task_id": "dep-1", "agent_id": "seller-deployed", "expected_schema": {"type": "object", "required": ["total"]},
+           "submitted_output": {"total": 3}}
+
+pytestmark = [
+    pytest.mark.skipif(not os.environ.get("VERIFIER_REQUIRE_COMPONENTS") and (
+        not os.environ.get("AWS_ENDPOINT_URL_SSM") or not os.environ.get("AWS_ENDPOINT_URL_DYNAMODB")),
+        reason="moto and DynamoDB Local are started by scripts/test.sh"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+]
+
+
+@pytest.fixture(scope="module")
+def stack():
+    d = Deployment({"FreeAllowancePerDay": ALLOWANCE, "KeyRefreshSeconds": 1,
+                    "FacilitatorUrl": "http://127.0.0.1:9",
+                    "PayToBase": "0x1111111111111111111111111111111111111111"})
+    with d:
+        yield d
+
+
+def client(stack) -> SarnAIClient:
+    return SarnAIClient(verify_url=stack.url, score_url=stack.url)
+
+
+def check_receipt(stack, tmp_path, doc) -> str:
+    path = tmp_path / f"receipt-{time.monotonic_ns()}.json"
+    path.write_text(json.dumps(doc))
+    out = subprocess.run([BIN, "receipt", "verify", str(path), "--agent-card", stack.url + "/.well-known/agent-card.json"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
+def test_a_fresh_stack_gets_its_first_key_from_the_first_rotation(stack):
+    assert stack.first_rotation["first"] is True and stack.first_rotation["ring_size"] == 1
+    health = httpx.get(stack.url + "/health", timeout=30).json()
+    assert health["key_version"] == stack.first_rotation["key_version"]
+    assert stack.timings["ready"] < 60, stack.timings
+
+
+def test_a_function_without_its_environment_fails_init_with_a_clear_message(stack):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VERIFIER_")}
+    env.update({"AWS_LAMBDA_RUNTIME_API": f"http://127.0.0.1:{stack.port}/.rt/verify-misconfigured",
+                "AWS_LAMBDA_FUNCTION_NAME": "verify-misconfigured", "AWS_LAMBDA_FUNCTION_VERSION": "1",
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256"})
+    out = subprocess.run([str(RELEASE / "verify")], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0
+    assert "VERIFIER_TABLE must be set" in out.stdout + out.stderr, out.stdout + out.stderr
+
+
+def test_the_sarnai_client_verifies_scores_and_reads_reputation(stack, tmp_path):
+    with client(stack) as c:
+        ok = c.verify_output({"type": "object", "required": ["total"]}, {"total": 42}, agent_id="seller-deployed")
+        assert ok.passed and ok.raw["identity"] == "unverified"
+        bad = c.verify_output({"type": "object", "required": ["total"]}, {"sum": 1}, agent_id="seller-deployed")
+        assert not bad.passed and bad.errors
+        compact = c.verify_output({"type": "object"}, {"a": 1}, compact=True)
+        assert "request_hash" not in compact.raw
+        deliverable = c.verify_output({"type": "object"}, {"a": 1}, endpoint="deliverable")
+        assert deliverable.passed
+        with pytest.raises(SarnAIError) as err:
+            c.verify_output({"type": "object"}, {"a": 1}, rules=[{"type": "sum_of_everything", "field": "x"}])
+        assert err.value.code == "invalid_request" and err.value.status == 422
+        assert "sum_of_everything" not in json.dumps(err.value.payload)
+        nobody = c.score("test-nobody")
+        assert not nobody.has_score and nobody.reason == "no_data"
+        rep = c.reputation("seller-deployed")
+        assert (rep["passes"], rep["fails"]) == (1, 1)
+    check_receipt(stack, tmp_path, ok.raw)
+    check_receipt(stack, tmp_path, nobody.raw)
+
+
+def test_a_rated_agent_s_score_asks_for_payment(stack):
+    n = httpx.get(stack.url + "/score/test-nobody", timeout=30).json()["method"]["min_sample"]
+    for _ in range(n):
+        assert httpx.post(stack.url + "/verify/schema", json=dict(PASSING, agent_id="seller-rated"), timeout=30).status_code == 200
+    with client(stack) as c:
+        with pytest.raises(PaymentRequiredError) as err:
+            c.score("seller-rated")
+    assert {a["amount"] for a in err.value.accepts} == {"10000"}
+
+
+def test_the_mcp_client_in_both_eras(stack, tmp_path):
+    import asyncio
+    from mcp import Client
+
+    async def go(mode):
+        async with Client(stack.url + "/mcp", mode=mode) as c:
+            tools = await c.list_tools()
+            result = await c.call_tool("verify_schema", PASSING)
+            return [t.name for t in tools.tools], result
+
+    for mode in ("legacy", "auto"):
+        names, result = asyncio.run(go(mode))
+        assert names == ["verify_schema", "get_verification_record"]
+        assert not result.is_error and result.structured_content["result"] == "pass"
+        check_receipt(stack, tmp_path, result.structured_content)
+
+
+def test_discovery_documents_are_served_by_their_function(stack):
+    for path in ("/llms.txt", "/llms-full.txt", "/openapi.json", "/.well-known/agent-card.json",
+                 "/.well-known/x402.json", "/server.json", "/docs"):
+        r = httpx.get(stack.url + path, timeout=30)
+        assert r.status_code == 200, (path, r.status_code, r.text[:200])
+    assert httpx.get(stack.url + "/no/such/route", timeout=30).status_code == 404
+    assert httpx.get(stack.url + "/mcp", timeout=30).status_code == 405
+
+
+def test_a_second_rotation_signs_with_the_new_key_and_both_receipts_verify(stack, tmp_path):
+    before = httpx.post(stack.url + "/verify/schema", json=PASSING, timeout=30).json()
+    second = stack.invoke("rotate-key", json.loads((ROOT / "events" / "rotate-key-manual.json").read_text()))
+    assert second["first"] is False and second["ring_size"] == 2
+    deadline = time.monotonic() + 30
+    while httpx.get(stack.url + "/health", timeout=30).json()["key_version"] != second["key_version"]:
+        assert time.monotonic() < deadline, "the functions did not pick up the new key"
+        time.sleep(0.5)
+    after = {}
+    while after.get("attestation", {}).get("key_version") != second["key_version"]:
+        assert time.monotonic() < deadline, "the verify function did not sign with the new key"
+        after = httpx.post(stack.url + "/verify/schema", json=PASSING, timeout=30).json()
+    assert before["attestation"]["key_version"] != after["attestation"]["key_version"]
+    for receipt in (before, after):
+        assert "valid: signed with key " + receipt["attestation"]["key_version"] in check_receipt(stack, tmp_path, receipt)
+
+
+def test_zz_the_allowance_is_counted_in_dynamodb_then_payment_is_asked(stack):
+    """Runs last in this module: it spends what is left of the day's allowance."""
+    r = httpx.post(stack.url + "/verify/schema", json=PASSING, timeout=30)
+    remaining = int(r.headers["free-allowance-remaining"])
+    ddb = boto3.client("dynamodb", endpoint_url=os.environ["AWS_ENDPOINT_URL_DYNAMODB"])
+    items = ddb.scan(TableName=stack.table, FilterExpression="begins_with(pk, :a)",
+                     ExpressionAttributeValues={":a": {"S": "ALLOW#"}})["Items"]
+    assert len(items) == 1 and int(items[0]["used"]["N"]) == ALLOWANCE - remaining, items
+    for _ in range(remaining):
+        assert httpx.post(stack.url + "/verify/schema", json=PASSING, timeout=30).status_code == 200
+    over = httpx.post(stack.url + "/verify/schema", json=PASSING, timeout=30)
+    assert over.status_code == 402 and over.json()["free_trial"]["code"] == "free_trial_exhausted", over.text
+    items = ddb.scan(TableName=stack.table, FilterExpression="begins_with(pk, :a)",
+                     ExpressionAttributeValues={":a": {"S": "ALLOW#"}})["Items"]
+    assert int(items[0]["used"]["N"]) == ALLOWANCE
+
+
+def test_a_paid_call_settles_on_the_local_chain_through_the_deployment():
+    from localchain import LocalChain
+    from test_payments import balances, pay_header
+
+    with LocalChain() as chain:
+        with Deployment({"FreeAllowancePerDay": 0, "PayToBase": chain.payee_address,
+                         "FacilitatorUrl": chain.facilitator_url}) as paid:
+            body = dict(PASSING, agent_id="seller-paid-deployed")
+            offer = httpx.post(paid.url + "/verify/schema", json=body, timeout=30)
+            assert offer.status_code == 402, offer.text
+            before = balances(chain)
+            header = pay_header(chain, offer.headers["payment-required"])
+            ok = httpx.post(paid.url + "/verify/schema", json=body, headers={"PAYMENT-SIGNATURE": header}, timeout=60)
+            assert ok.status_code == 200, ok.text
+            assert balances(chain) == (before[0] - 20000, before[1] + 20000)
+            again = httpx.post(paid.url + "/verify/schema", json=body, headers={"PAYMENT-SIGNATURE": header}, timeout=60)
+            assert again.status_code == 402 and again.json()["payment_error"]["code"] == "payment_replayed"
+            rep = httpx.get(paid.url + "/reputation/seller-paid-deployed", timeout=30).json()
+            assert (rep["total"], rep["paid_verifications"]) == (1, 1)
