@@ -20,6 +20,7 @@ class CuttingProxy:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out at once: no delayed-ACK stall
 
             def _relay(self, method: str):
                 length = int(self.headers.get("content-length") or 0)

@@ -112,6 +112,30 @@ def resolve(value, params: dict, resources: dict):
     return str(value)
 
 
+def forward(url: str, method: str, headers, body: bytes | None, timeout: float) -> tuple:
+    """Send a request on (its headers but the framing ones); (status, headers, body) back,
+    error statuses included."""
+    headers = {k: v for k, v in headers.items() if k.lower() not in ("content-length", "connection")}
+    req = urllib.request.Request(url, data=body, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+
+
+def send_answer(handler: BaseHTTPRequestHandler, status: int, headers, payload: bytes) -> None:
+    """Answer a relayed request with what came back (framing headers recomputed)."""
+    handler.send_response(status)
+    for k, v in headers.items():
+        if k.lower() not in ("content-length", "transfer-encoding", "connection", "date", "server"):
+            handler.send_header(k, v)
+    handler.send_header("content-length", str(len(payload)))
+    handler.end_headers()
+    if handler.command != "HEAD":
+        handler.wfile.write(payload)
+
+
 class Router:
     """The HTTP API: route by the template, forward through the emulator's function URLs."""
 
@@ -121,6 +145,7 @@ class Router:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out at once: no delayed-ACK stall
 
             def _route(self):
                 target = self.path
@@ -136,23 +161,10 @@ class Router:
                     self.end_headers()
                     self.wfile.write(payload)
                     return
-                headers = {k: v for k, v in self.headers.items()
-                           if k.lower() not in ("host", "content-length", "connection")}
-                req = urllib.request.Request(f"{router.emulator}/lambda-url/{route.function}{target}",
-                                             data=body, method=self.command, headers=headers)
-                try:
-                    with urllib.request.urlopen(req, timeout=60) as r:
-                        status, rheaders, payload = r.status, r.headers, r.read()
-                except urllib.error.HTTPError as e:
-                    status, rheaders, payload = e.code, e.headers, e.read()
-                self.send_response(status)
-                for k, v in rheaders.items():
-                    if k.lower() not in ("content-length", "transfer-encoding", "connection", "date", "server"):
-                        self.send_header(k, v)
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(payload)
+                # The function sees the API's host, as behind API Gateway.
+                answer = forward(f"{router.emulator}/lambda-url/{route.function}{target}",
+                                 self.command, self.headers, body, timeout=60)
+                send_answer(self, *answer)
 
             do_GET = do_POST = do_DELETE = do_PUT = do_HEAD = do_OPTIONS = _route
 
@@ -180,7 +192,7 @@ class Deployment:
     """Start with `Deployment(overrides).start()`; `url` is the API's base URL; `stop()` ends
     every process it started. `overrides` replace template parameter defaults."""
 
-    def __init__(self, overrides: dict | None = None, log_dir: Path | None = None):
+    def __init__(self, overrides: dict | None = None, log_dir: Path | None = None, runtime_via=None):
         self.template = load_template()
         self.routes, self.binaries = routes_of(self.template)
         self.stage = f"e2e{uuid.uuid4().hex[:8]}"
@@ -193,6 +205,9 @@ class Deployment:
         self.emulator_proc: subprocess.Popen | None = None
         self.router: Router | None = None
         self.timings: dict[str, float] = {}
+        # Maps the emulator's URL to the one the functions are given (a measuring relay).
+        self.runtime_via = runtime_via or (lambda url: url)
+        self.spawned: dict[str, float] = {}
 
     # -- the stack's resources --------------------------------------------------------------
     def _create_resources(self) -> dict:
@@ -201,6 +216,9 @@ class Deployment:
         ddb = boto3.client("dynamodb", endpoint_url=os.environ["AWS_ENDPOINT_URL_DYNAMODB"])
         ddb.create_table(TableName=table, BillingMode=props["BillingMode"],
                          AttributeDefinitions=props["AttributeDefinitions"], KeySchema=props["KeySchema"])
+        ttl = props["TimeToLiveSpecification"]
+        ddb.update_time_to_live(TableName=table, TimeToLiveSpecification={
+            "AttributeName": ttl["AttributeName"], "Enabled": bool(ttl["Enabled"])})
         kms = boto3.client("kms", endpoint_url=os.environ["AWS_ENDPOINT_URL_KMS"])
         key = kms.create_key(Description=f"verifier {self.stage}")["KeyMetadata"]["KeyId"]
         ring = self.template["Resources"]["PublicKeysParameter"]["Properties"]
@@ -218,10 +236,11 @@ class Deployment:
     # -- processes ----------------------------------------------------------------------------
     def _start_function(self, binary: str, env: dict) -> None:
         full = {**os.environ, **env,
-                "AWS_LAMBDA_RUNTIME_API": f"http://127.0.0.1:{self.port}/.rt/{binary}",
+                "AWS_LAMBDA_RUNTIME_API": f"{self.runtime_via(self.emulator)}/.rt/{binary}",
                 "AWS_LAMBDA_FUNCTION_NAME": binary, "AWS_LAMBDA_FUNCTION_VERSION": "1",
                 "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256"}
         log = open(self.log_dir / f"{binary}.log", "wb")
+        self.spawned[binary] = time.monotonic()
         self.procs[binary] = subprocess.Popen([str(RELEASE / binary)], env=full, stdout=log,
                                               stderr=subprocess.STDOUT)
 
@@ -235,13 +254,21 @@ class Deployment:
 
     def start(self) -> "Deployment":
         t0 = time.monotonic()
-        resources = self._create_resources()
-        self.env = self.environment(resources)
         self.port = _free_port()
         self.emulator = f"http://127.0.0.1:{self.port}"
+        self.router = Router(self.routes, self.emulator)
+        self.url = self.router.url
+        # The emulator's function-URL events name `localhost` as the domain, so the API's URL
+        # is given as a custom-domain deployment gives it: the PublicUrl parameter.
+        if not self.params.get("PublicUrl"):
+            self.params["PublicUrl"] = self.url
+        resources = self._create_resources()
+        self.env = self.environment(resources)
         self.emulator_proc = subprocess.Popen(
-            [str(CARGO_LAMBDA), "lambda", "watch", "--only-lambda-apis", "-A", "127.0.0.1",
-             "-P", str(self.port)], cwd=ROOT, stdout=open(self.log_dir / "emulator.log", "wb"),
+            # No CORS layer of the emulator's own: an HTTP API without a CORS configuration adds
+            # none either, so the functions' CORS headers are the only ones.
+            [str(CARGO_LAMBDA), "lambda", "watch", "--only-lambda-apis", "--disable-cors",
+             "-A", "127.0.0.1", "-P", str(self.port)], cwd=ROOT, stdout=open(self.log_dir / "emulator.log", "wb"),
             stderr=subprocess.STDOUT)
         self._wait_emulator()
         self.timings["emulator"] = time.monotonic() - t0
@@ -253,8 +280,6 @@ class Deployment:
         for binary in self.binaries.values():
             if binary != "rotate-key":
                 self._start_function(binary, self.env)
-        self.router = Router(self.routes, self.emulator)
-        self.url = self.router.url
         self.timings["ready"] = time.monotonic() - t0
         return self
 

@@ -125,6 +125,12 @@ def test_discovery_documents_are_served_by_their_function(stack):
                  "/.well-known/x402.json", "/server.json", "/docs"):
         r = httpx.get(stack.url + path, timeout=30)
         assert r.status_code == 200, (path, r.status_code, r.text[:200])
+    # The documents name the API's URL (the PublicUrl parameter).
+    card = httpx.get(stack.url + "/.well-known/agent-card.json", timeout=30)
+    interfaces = card.json()["supportedInterfaces"]
+    assert interfaces[0]["url"] == stack.url + "/mcp", interfaces
+    # One CORS layer: the function's (the emulator adds none, as an HTTP API without CORS).
+    assert len(card.headers.get_list("access-control-allow-origin")) == 1, card.headers
     assert httpx.get(stack.url + "/no/such/route", timeout=30).status_code == 404
     assert httpx.get(stack.url + "/mcp", timeout=30).status_code == 405
 

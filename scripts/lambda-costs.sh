@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# What a serverless user pays, measured on the emulated deployment (tests/e2e/lambda_costs.py):
+# per function init and warm duration under the Lambda Runtime API emulator, and DynamoDB round
+# trips and capacity units per free verification, paid verification (on the local chain), 402,
+# reputation and no-data score. Needs what scripts/test.sh installs (./.venv, npm components)
+# and the release binaries (cargo build --release --workspace). Prints JSON.
+#
+#   scripts/lambda-costs.sh                       # 5 cold starts, 200 warm calls per function
+#   COLD_STARTS=20 WARM_CALLS=500 scripts/lambda-costs.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export VENV=$PWD/.venv
+# shellcheck source=scripts/components.sh
+source scripts/components.sh
+trap components_stop EXIT
+start_dynamodb_local >&2
+start_moto >&2
+"$VENV/bin/python" tests/e2e/lambda_costs.py

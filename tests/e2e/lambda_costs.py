@@ -1,0 +1,235 @@
+"""What a serverless user pays, measured on the emulated deployment (deployment.py); run by
+scripts/lambda-costs.sh, not by the test command (these are measurements, not assertions).
+
+- Init and warm duration per function, as Lambda defines them, read at a proxy between each
+  function and the Runtime API emulator: init = process start → its first `GET …/next`; a
+  warm invocation's duration = the event handed over → the function's `POST …/response`.
+  Each cold start is a fresh deployment (its own emulator and processes).
+- DynamoDB round trips and capacity units per free verification, paid verification and score
+  lookup, counted at a proxy between the functions and DynamoDB Local (operation from
+  `X-Amz-Target`; units as on-demand bills them for items under 1 KB: a consistent read 1 RRU,
+  a write 1 WRU, a transaction 2 units per item).
+
+Prints one JSON document."""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "x402"))
+
+import httpx  # noqa: E402
+
+from deployment import Deployment, forward, send_answer  # noqa: E402
+
+
+class Relay:
+    """A loopback HTTP relay that calls `observe(method, path, headers, body, status)` for
+    each exchange (long polls included: one thread per request)."""
+
+    def __init__(self, upstream: str, observe):
+        relay = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out at once: no delayed-ACK stall
+
+            def _go(self):
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else None
+                started = time.monotonic()
+                observe("request", self.command, self.path, self.headers, body, started)
+                try:
+                    status, rheaders, payload = forward(upstream + self.path, self.command, self.headers, body,
+                                                        timeout=900)
+                except OSError:  # the emulator of a finished deployment went away
+                    self.close_connection = True
+                    return
+                observe("response", self.command, self.path, rheaders, payload, time.monotonic(), started)
+                send_answer(self, status, rheaders, payload)
+
+            do_GET = do_POST = do_PUT = do_DELETE = _go
+
+            def log_message(self, *a):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+class RuntimeTimes:
+    """Init and invocation durations seen between the functions and the emulator."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.nexts: dict[str, list[float]] = {}
+        self.handed: dict[str, tuple[str, float]] = {}
+        self.durations: dict[str, list[float]] = {}
+
+    def observe(self, phase, method, path, headers, body, at, started=None):
+        parts = path.split("/")  # /.rt/<function>/2018-06-01/runtime/invocation/...
+        if len(parts) < 4 or parts[1] != ".rt":
+            return
+        function = parts[2]
+        with self.lock:
+            if phase == "request" and path.endswith("/invocation/next"):
+                self.nexts.setdefault(function, []).append(at)
+            elif phase == "response" and path.endswith("/invocation/next"):
+                rid = headers.get("lambda-runtime-aws-request-id")
+                if rid and body:
+                    self.handed[rid] = (function, at)
+            elif phase == "request" and path.endswith("/response"):
+                rid = parts[-2]
+                if rid in self.handed:
+                    fn, handed = self.handed.pop(rid)
+                    self.durations.setdefault(fn, []).append(at - handed)
+
+
+class DynamoCount:
+    """Round trips and capacity units per operation."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.reset()
+
+    def reset(self):
+        with getattr(self, "lock", threading.Lock()):
+            self.ops: dict[str, int] = {}
+            self.rru = 0
+            self.wru = 0
+            self.busy = 0.0
+
+    def observe(self, phase, method, path, headers, body, at, started=None):
+        if phase == "response":
+            with self.lock:
+                self.busy += at - started
+            return
+        op = (headers.get("x-amz-target") or "").split(".")[-1]
+        doc = json.loads(body or b"{}")
+        with self.lock:
+            self.ops[op] = self.ops.get(op, 0) + 1
+            if op == "TransactWriteItems":
+                self.wru += 2 * len(doc.get("TransactItems", []))
+            elif op in ("PutItem", "UpdateItem", "DeleteItem"):
+                self.wru += 1
+            elif op in ("GetItem", "Query"):
+                self.rru += 1 if doc.get("ConsistentRead") else 0.5
+
+    def snapshot(self) -> dict:
+        with self.lock:
+            return {"round_trips": sum(self.ops.values()), "operations": dict(self.ops),
+                    "read_units": self.rru, "write_units": self.wru}
+
+
+SAMPLES = {
+    "discovery": ("GET", "/health", None),
+    "verify": ("POST", "/verify/schema", {"task_id": "c", "agent_id": "seller-cost",
+                                         "expected_schema": {"type": "object", "required": ["total"]},
+                                         "submitted_output": {"total": 1}}),
+    "score": ("GET", "/reputation/seller-cost", None),
+    "mcp": ("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+}
+MCP_HEADERS = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"}
+
+
+def call(stack, fn):
+    method, path, body = SAMPLES[fn]
+    r = httpx.request(method, stack.url + path, json=body, headers=MCP_HEADERS, timeout=60)
+    assert r.status_code < 500, (fn, r.status_code, r.text[:200])
+
+
+def ms(values):
+    values = sorted(v * 1000 for v in values)
+    return {"median_ms": round(statistics.median(values), 2), "p90_ms": round(values[max(int(len(values) * 0.9) - 1, 0)], 2),
+            "max_ms": round(values[-1], 2), "n": len(values)}
+
+
+def measure(cold_starts: int = 5, warm_calls: int = 200) -> dict:
+    from localchain import LocalChain
+    from test_payments import pay_header
+
+    times, dynamo = RuntimeTimes(), DynamoCount()
+    real_ddb = os.environ["AWS_ENDPOINT_URL_DYNAMODB"]
+    os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = Relay(real_ddb, dynamo.observe).url
+    relays: dict[str, str] = {}
+
+    def via(emulator: str) -> str:
+        relays.setdefault(emulator, Relay(emulator, times.observe).url)
+        return relays[emulator]
+
+    inits: dict[str, list[float]] = {fn: [] for fn in SAMPLES}
+    first_calls: dict[str, list[float]] = {fn: [] for fn in SAMPLES}
+    try:
+        with LocalChain() as chain:
+            overrides = {"FreeAllowancePerDay": 1, "PayToBase": chain.payee_address,
+                         "FacilitatorUrl": chain.facilitator_url}
+            # Each cold start is a fresh deployment (its own emulator and processes).
+            for _ in range(cold_starts):
+                with Deployment(overrides, runtime_via=via) as stack:
+                    def first_next(fn):
+                        return min((t for t in times.nexts.get(fn, []) if t >= stack.spawned[fn]), default=None)
+
+                    deadline = time.monotonic() + 30
+                    while any(first_next(fn) is None for fn in SAMPLES):
+                        assert time.monotonic() < deadline, "a function never asked for its first event"
+                        time.sleep(0.01)
+                    for fn in SAMPLES:
+                        inits[fn].append(first_next(fn) - stack.spawned[fn])
+                        before = len(times.durations.get(fn, []))
+                        call(stack, fn)
+                        first_calls[fn].append(times.durations[fn][before])
+            # The allowance covers the warm calls and one counted free call, then 402s.
+            last = dict(overrides, FreeAllowancePerDay=warm_calls + 2)
+            with Deployment(last, runtime_via=via) as stack:
+                for fn in SAMPLES:
+                    call(stack, fn)  # the first invocation (cold) is not a warm one
+                times.durations.clear()
+                dynamo_ms: dict[str, float] = {}
+                for fn in SAMPLES:
+                    dynamo.reset()
+                    for _ in range(warm_calls):
+                        call(stack, fn)
+                    dynamo_ms[fn] = round(dynamo.busy * 1000 / warm_calls, 2)
+                functions = {fn: {"init": ms(inits[fn]), "first_invocation": ms(first_calls[fn]),
+                                  "warm": ms(times.durations[fn]),
+                                  # time spent waiting on DynamoDB (Local, through the relay)
+                                  "warm_dynamodb_wait_ms_mean": dynamo_ms[fn],
+                                  "warm_excluding_dynamodb_ms_mean": round(
+                                      statistics.mean(times.durations[fn]) * 1000 - dynamo_ms[fn], 2)}
+                             for fn in SAMPLES}
+
+                def counted(request):
+                    dynamo.reset()
+                    request()
+                    return dynamo.snapshot()
+
+                body = dict(SAMPLES["verify"][2], agent_id="seller-units")
+                free = counted(lambda: httpx.post(stack.url + "/verify/schema", json=body, timeout=60).raise_for_status())
+                offer = counted(lambda: httpx.post(stack.url + "/verify/schema", json=body, timeout=60))
+                header = pay_header(chain, httpx.post(stack.url + "/verify/schema", json=body,
+                                                      timeout=60).headers["payment-required"])
+                paid = counted(lambda: httpx.post(stack.url + "/verify/schema", json=body, timeout=60,
+                                                  headers={"PAYMENT-SIGNATURE": header}).raise_for_status())
+                reputation = counted(lambda: httpx.get(stack.url + "/reputation/seller-units", timeout=60))
+                no_data = counted(lambda: httpx.get(stack.url + "/score/never-seen-agent", timeout=60))
+                return {"functions": functions,
+                        "dynamodb": {"free_verification": free, "payment_required_402": offer,
+                                     "paid_verification": paid, "reputation": reputation,
+                                     "score_no_data": no_data}}
+    finally:
+        os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = real_ddb
+
+
+if __name__ == "__main__":
+    print(json.dumps(measure(int(os.environ.get("COLD_STARTS", "5")), int(os.environ.get("WARM_CALLS", "200"))),
+          indent=2))
