@@ -23,7 +23,8 @@ rustup target list --installed | grep -qx aarch64-unknown-linux-gnu \
 functions=${FUNCTIONS:-"verify score mcp discovery rotate-key"}
 args=()
 for f in $functions; do args+=(--bin "$f"); done
-cargo lambda build --release --arm64 --locked "${args[@]}"
+# The release-lambda profile (Cargo.toml): fat LTO, one codegen unit, no symbols.
+cargo lambda build --profile release-lambda --arm64 --locked "${args[@]}"
 
 printf '%-12s %10s\n' function "bytes (MiB)"
 for f in $functions; do

@@ -28,7 +28,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
-RELEASE = ROOT / "target" / "release"
+# The function binaries (LAMBDA_BIN_DIR: another build of them, e.g. target/release-lambda).
+RELEASE = Path(os.environ.get("LAMBDA_BIN_DIR", ROOT / "target" / "release"))
 CARGO_LAMBDA = Path(os.environ.get("CARGO_LAMBDA", ROOT / ".venv" / "bin" / "cargo-lambda"))
 
 
