@@ -103,7 +103,7 @@ class DynamoCount:
         self.reset()
 
     def reset(self):
-        with getattr(self, "lock", threading.Lock()):
+        with self.lock:
             self.ops: dict[str, int] = {}
             self.rru = 0
             self.wru = 0
