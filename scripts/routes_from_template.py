@@ -48,11 +48,18 @@ def _construct_tag(loader: yaml.SafeLoader, tag_suffix: str, node: yaml.Node):
 _CfnLoader.add_multi_constructor("!", _construct_tag)
 
 
-def routes(template_path: Path) -> list[tuple[str, str, str]]:
-    """(METHOD, PATH, binary) for every HttpApi event, sorted by METHOD then PATH."""
+def load_template(template_path: Path) -> dict:
+    """The template as data, short-form tags read as their long forms (`{"Ref": x}`,
+    `{"Fn::Sub": s}`, ...)."""
     doc = yaml.load(template_path.read_text(encoding="utf-8"), Loader=_CfnLoader)
     if not isinstance(doc, dict) or not isinstance(doc.get("Resources"), dict):
         raise ValueError(f"{template_path}: no Resources mapping")
+    return doc
+
+
+def routes(template_path: Path) -> list[tuple[str, str, str]]:
+    """(METHOD, PATH, binary) for every HttpApi event, sorted by METHOD then PATH."""
+    doc = load_template(template_path)
     found: dict[tuple[str, str], str] = {}
     for logical_id, resource in doc["Resources"].items():
         if not isinstance(resource, dict) or resource.get("Type") != "AWS::Serverless::Function":

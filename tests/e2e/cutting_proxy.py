@@ -6,8 +6,9 @@ without forwarding (`mode="before"`: nothing happened, the server cannot know th
 from __future__ import annotations
 
 import threading
-import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from deployment import forward, send_answer
 
 
 class CuttingProxy:
@@ -33,26 +34,14 @@ class CuttingProxy:
                     self.close_connection = True
                     self.connection.close()
                     return
-                headers = {k: v for k, v in self.headers.items()
-                           if k.lower() in ("content-type", "authorization")}
-                req = urllib.request.Request(proxy.upstream + self.path, data=body, method=method,
-                                             headers=headers)
-                try:
-                    with urllib.request.urlopen(req, timeout=60) as r:
-                        status, payload, ctype = r.status, r.read(), r.headers.get("content-type")
-                except urllib.error.HTTPError as e:
-                    status, payload, ctype = e.code, e.read(), e.headers.get("content-type")
+                answer = forward(proxy.upstream + self.path, method, self.headers, body, timeout=60)
                 if settle:
                     proxy.settles_forwarded += 1
                 if cutting:  # settled upstream; the answer is lost
                     self.close_connection = True
                     self.connection.close()
                     return
-                self.send_response(status)
-                self.send_header("content-type", ctype or "application/json")
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                send_answer(self, *answer)
 
             def do_GET(self):
                 self._relay("GET")

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -24,41 +25,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import boto3
-import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import ROOT, free_port
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import routes_from_template  # noqa: E402
+
 TEMPLATE = ROOT / "template.yaml"
 # The function binaries (LAMBDA_BIN_DIR: another build of them, e.g. target/release-lambda).
 RELEASE = Path(os.environ.get("LAMBDA_BIN_DIR", ROOT / "target" / "release"))
 CARGO_LAMBDA = Path(os.environ.get("CARGO_LAMBDA", ROOT / ".venv" / "bin" / "cargo-lambda"))
-
-
-class Tagged:
-    """A CloudFormation intrinsic (`!Ref X`, `!Sub s`, …) as YAML gives it."""
-
-    def __init__(self, tag: str, value):
-        self.tag, self.value = tag, value
-
-
-class TemplateLoader(yaml.SafeLoader):
-    pass
-
-
-def _intrinsic(loader, tag_suffix, node):
-    if isinstance(node, yaml.ScalarNode):
-        value = loader.construct_scalar(node)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)
-    return Tagged(tag_suffix, value)
-
-
-TemplateLoader.add_multi_constructor("!", _intrinsic)
-
-
-def load_template(path: Path = TEMPLATE) -> dict:
-    return yaml.load(path.read_text(), Loader=TemplateLoader)
 
 
 class Route:
@@ -83,33 +59,27 @@ class Route:
 
 
 def routes_of(template: dict) -> tuple[list[Route], dict[str, str]]:
-    """The HTTP routes and every function's binary (logical id -> binary name)."""
-    routes, binaries = [], {}
-    for name, res in template["Resources"].items():
-        if res.get("Type") != "AWS::Serverless::Function":
-            continue
-        binary = res["Metadata"]["BuildProperties"]["Binary"]
-        binaries[name] = binary
-        for event in (res["Properties"].get("Events") or {}).values():
-            if event["Type"] == "HttpApi":
-                p = event["Properties"]
-                routes.append(Route(p["Method"], p["Path"], binary))
-    routes.sort(key=lambda r: r.rank)
+    """The HTTP routes, most specific first (scripts/routes_from_template.py reads them), and
+    every function's binary (logical id -> binary name)."""
+    routes = sorted((Route(m, p, binary) for m, p, binary in routes_from_template.routes(TEMPLATE)),
+                    key=lambda r: r.rank)
+    binaries = {name: res["Metadata"]["BuildProperties"]["Binary"]
+                for name, res in template["Resources"].items()
+                if res.get("Type") == "AWS::Serverless::Function"}
     return routes, binaries
 
 
 def resolve(value, params: dict, resources: dict):
     """The value of an environment variable: parameters from their defaults or overrides,
     resources from what this deployment created."""
-    if isinstance(value, Tagged):
-        if value.tag == "Ref":
-            if value.value in params:
-                return str(params[value.value])
-            return str(resources[value.value])
-        if value.tag == "Sub":
-            return re.sub(r"\$\{([^}]+)\}", lambda m: str(params.get(m.group(1), resources.get(m.group(1)))),
-                          value.value)
-        raise ValueError(f"unsupported intrinsic !{value.tag}")
+    if isinstance(value, dict) and "Ref" in value:
+        name = value["Ref"]
+        return str(params[name] if name in params else resources[name])
+    if isinstance(value, dict) and "Fn::Sub" in value:
+        return re.sub(r"\$\{([^}]+)\}", lambda m: str(params.get(m.group(1), resources.get(m.group(1)))),
+                      value["Fn::Sub"])
+    if isinstance(value, dict):
+        raise ValueError(f"unsupported intrinsic {next(iter(value))}")
     return str(value)
 
 
@@ -182,19 +152,12 @@ class Router:
         self.server.server_close()
 
 
-def _free_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Deployment:
     """Start with `Deployment(overrides).start()`; `url` is the API's base URL; `stop()` ends
     every process it started. `overrides` replace template parameter defaults."""
 
     def __init__(self, overrides: dict | None = None, log_dir: Path | None = None, runtime_via=None):
-        self.template = load_template()
+        self.template = routes_from_template.load_template(TEMPLATE)
         self.routes, self.binaries = routes_of(self.template)
         self.stage = f"e2e{uuid.uuid4().hex[:8]}"
         self.params = {k: v.get("Default", "") for k, v in self.template["Parameters"].items()}
@@ -255,7 +218,7 @@ class Deployment:
 
     def start(self) -> "Deployment":
         t0 = time.monotonic()
-        self.port = _free_port()
+        self.port = free_port()
         self.emulator = f"http://127.0.0.1:{self.port}"
         self.router = Router(self.routes, self.emulator)
         self.url = self.router.url

@@ -69,6 +69,23 @@ fn backend<E: std::fmt::Display>(e: E) -> StoreError {
 
 /// Throttling, timeouts and dispatch failures that outlived the SDK's retries are transient:
 /// the caller may retry. Other service errors are backend failures.
+/// A conditional write's outcome: `Ok(true)` applied, `Ok(false)` its condition failed
+/// (`condition_failed` recognises the operation's modeled error), any other error classified.
+fn applied<O, E, R>(
+    result: Result<O, SdkError<E, R>>,
+    condition_failed: impl Fn(&E) -> bool,
+) -> Result<bool, StoreError>
+where
+    E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + 'static,
+    R: std::fmt::Debug,
+{
+    match result {
+        Ok(_) => Ok(true),
+        Err(SdkError::ServiceError(se)) if condition_failed(se.err()) => Ok(false),
+        Err(e) => Err(classify(e)),
+    }
+}
+
 fn classify<E, R>(e: SdkError<E, R>) -> StoreError
 where
     E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + 'static,
@@ -144,18 +161,12 @@ impl DynamoStore {
             .condition_expression("attribute_not_exists(pk)")
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(SdkError::ServiceError(se))
-                if matches!(
-                    se.err(),
-                    aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(_)
-                ) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(classify(e)),
-        }
+        applied(result, |e| {
+            matches!(
+                e,
+                aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(_)
+            )
+        })
     }
 
     /// A store over `table` with a client built from the environment (`AWS_REGION`,
@@ -541,18 +552,12 @@ impl Store for DynamoStore {
             .expression_attribute_values(":to", s(to.as_str()))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(SdkError::ServiceError(se))
-                if matches!(
-                    se.err(),
-                    aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(_)
-                ) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(classify(e)),
-        }
+        applied(result, |e| {
+            matches!(
+                e,
+                aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(_)
+            )
+        })
     }
 
     async fn release_payment(&self, key: &str) -> Result<(), StoreError> {
