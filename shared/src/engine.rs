@@ -151,7 +151,9 @@ pub fn over_budget_problem(over: &OverBudget) -> FieldProblem {
 
 /// Build, once per process, what jsonschema builds on its first compile of each draft (its
 /// meta-schema validators: ~1.3 ms), so no request pays for it beyond its estimate.
-fn warm_up() {
+/// [`Engine::new`] calls it; a process that uses [`Engine::without_warm_up`] and verifies
+/// calls it itself at start.
+pub fn warm_up() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         for draft in [
@@ -208,9 +210,20 @@ impl Engine {
         Self::with_schema_options(config, SchemaOptions::default())
     }
 
+    /// A new engine that leaves the schema library's warm-up ([`warm_up`]) to its caller: a
+    /// Lambda function that answers no verification (score, discovery) neither pays for it at
+    /// init nor links the schema engine through it.
+    pub fn without_warm_up(config: EngineConfig) -> Self {
+        Self::build(config, SchemaOptions::default())
+    }
+
     /// A new engine with non-default schema options (tests serve remote schemas from memory).
     pub fn with_schema_options(config: EngineConfig, schema_options: SchemaOptions) -> Self {
         warm_up();
+        Self::build(config, schema_options)
+    }
+
+    fn build(config: EngineConfig, schema_options: SchemaOptions) -> Self {
         let bytes = config.cache_bytes.max(1);
         Engine {
             cache: Cache::with_weighter(

@@ -209,7 +209,8 @@ impl Init {
         let payments = PaymentGate::new(facilitator, config.solana_fee_payer.clone());
         payments.refresh_supported().await;
         Ok(Arc::new(Services {
-            engine: Engine::new(EngineConfig {
+            // Warmed up by the functions that verify (their mains call `engine::warm_up`).
+            engine: Engine::without_warm_up(EngineConfig {
                 public_url: config.public_url.clone(),
                 cache_bytes: schema_cache_bytes()?,
                 ..EngineConfig::default()

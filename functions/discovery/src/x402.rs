@@ -89,8 +89,8 @@ pub fn origin_manifest(s: &Services) -> Value {
     let mut items: Vec<Value> = paid()
         .map(|r| {
             let (description, listing) = match r.pricing {
-                Pricing::ScoreLookup => (score::DESCRIPTION, Listing::HttpScore),
-                _ => (verify::DESCRIPTION, Listing::HttpVerify),
+                Pricing::ScoreLookup => (score::DESCRIPTION, Listing::HTTP_SCORE),
+                _ => (verify::DESCRIPTION, Listing::HTTP_VERIFY),
             };
             let mut it = item(
                 s,
@@ -112,7 +112,7 @@ pub fn origin_manifest(s: &Services) -> Value {
         "mcp",
         c.url("/mcp"),
         verify::DESCRIPTION,
-        Listing::McpVerify,
+        Listing::MCP_VERIFY,
         c.price_verify_units,
     ));
     items.push(item(
@@ -120,7 +120,7 @@ pub fn origin_manifest(s: &Services) -> Value {
         "mcp",
         c.url("/mcp"),
         score::DESCRIPTION,
-        Listing::McpRecord,
+        Listing::MCP_RECORD,
         c.price_score_units,
     ));
     json!({

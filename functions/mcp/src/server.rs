@@ -130,7 +130,7 @@ impl ServerHandler for VerifierMcp {
                                 resource: Resource {
                                     url: "mcp://tool/verify_schema".into(),
                                     description: verifier_core::service::verify::DESCRIPTION,
-                                    listing: Listing::McpVerify,
+                                    listing: Listing::MCP_VERIFY,
                                     path_param: None,
                                 },
                             };
@@ -150,7 +150,7 @@ impl ServerHandler for VerifierMcp {
                             let res = Resource {
                                 url: "mcp://tool/get_verification_record".into(),
                                 description: score::DESCRIPTION,
-                                listing: Listing::McpRecord,
+                                listing: Listing::MCP_RECORD,
                                 path_param: None,
                             };
                             tool_result(

@@ -62,7 +62,7 @@ async fn score_handler(
     let resource = Resource {
         url: s.config.url("/score/{agent_id}"),
         description: DESCRIPTION,
-        listing: Listing::HttpScore,
+        listing: Listing::HTTP_SCORE,
         path_param: Some(agent_id.clone()),
     };
     let payment = payment_input(&headers);

@@ -79,7 +79,7 @@ async fn handle(State(s): State<Arc<Services>>, req: Request, path: &'static str
     let resource = Resource {
         url: config.url(path),
         description: DESCRIPTION,
-        listing: Listing::HttpVerify,
+        listing: Listing::HTTP_VERIFY,
         path_param: None,
     };
     if bytes.is_empty() {

@@ -2,6 +2,7 @@
 //! adapters implement them: the embedded store (local server) and DynamoDB (production).
 
 pub mod dynamo;
+#[cfg(feature = "embedded-store")]
 pub mod embedded;
 
 use async_trait::async_trait;
