@@ -31,22 +31,29 @@ QUICK = 1.0          # seconds: for cases the service must refuse "quickly"
 PEAK_RSS_MB = 200    # the shared server's VmHWM after every heavy case of this file
 MARKER = "advmark" + uuid.uuid4().hex   # planted in invalid inputs; must never come back
 
-# Sends one body from twelve threads until terminated, then prints how many were answered.
+# Sends one body from twelve threads until terminated: prints "ready" after the first answer,
+# and at the end how many were answered.
 FLOOD_SCRIPT = """
-import signal, sys, threading, httpx
-url, body, sent, stop = sys.argv[1], sys.argv[2], [], threading.Event()
+import signal, sys, threading, time
+stop, sent, first = threading.Event(), [], threading.Event()
+signal.signal(signal.SIGTERM, lambda *_: stop.set())
+import httpx
+url, body = sys.argv[1], sys.argv[2]
 def flood():
     with httpx.Client(timeout=5) as c:
         while not stop.is_set():
             try:
                 c.post(url, content=body, headers={"content-type": "application/json"})
                 sent.append(1)
+                first.set()
             except httpx.HTTPError:
-                pass
+                time.sleep(0.01)
 threads = [threading.Thread(target=flood, daemon=True) for _ in range(12)]
 for t in threads:
     t.start()
-signal.signal(signal.SIGTERM, lambda *_: stop.set())
+while not (first.is_set() or stop.is_set()):
+    first.wait(0.1)
+print("ready", flush=True)
 while not stop.is_set():
     stop.wait(0.1)
 print(len(sent), flush=True)
@@ -1322,7 +1329,7 @@ def test_health_stays_quick_through_a_flood_of_costly_refusals(hostile):
                                stdout=subprocess.PIPE, text=True)
     took = []
     try:
-        time.sleep(0.3)         # let the flood reach the server first
+        assert flooder.stdout.readline().strip() == "ready"   # the flood reaches the server
         deadline = time.monotonic() + 3
         with httpx.Client(timeout=BOUND) as c:
             while time.monotonic() < deadline:
@@ -1332,7 +1339,11 @@ def test_health_stays_quick_through_a_flood_of_costly_refusals(hostile):
                 time.sleep(0.02)
     finally:
         flooder.terminate()
-        sent, _ = flooder.communicate(timeout=10)
+        try:
+            sent, _ = flooder.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            flooder.kill()
+            sent, _ = flooder.communicate()
     assert int(sent.strip() or 0) > 100, "the flood did not run"
     # Starvation (costly work holding every thread) would show as seconds on every probe; one
     # probe can still lose a scheduler slice on a busy two-CPU machine, so the bound is on the
