@@ -19,23 +19,22 @@ use std::sync::OnceLock;
 #[derive(Clone, Copy)]
 pub struct Listing {
     index: usize,
-    name: &'static str,
     build: fn(&Services) -> Value,
 }
 
 impl Listing {
-    const fn new(index: usize, name: &'static str, build: fn(&Services) -> Value) -> Self {
-        Listing { index, name, build }
+    const fn new(index: usize, build: fn(&Services) -> Value) -> Self {
+        Listing { index, build }
     }
 
     /// `POST /verify/schema` and `POST /verify/deliverable`.
-    pub const HTTP_VERIFY: Listing = Listing::new(0, "HTTP_VERIFY", http_verify);
+    pub const HTTP_VERIFY: Listing = Listing::new(0, http_verify);
     /// `GET /score/{agent_id}`.
-    pub const HTTP_SCORE: Listing = Listing::new(1, "HTTP_SCORE", http_score);
+    pub const HTTP_SCORE: Listing = Listing::new(1, http_score);
     /// The MCP tool `verify_schema`.
-    pub const MCP_VERIFY: Listing = Listing::new(2, "MCP_VERIFY", mcp_verify);
+    pub const MCP_VERIFY: Listing = Listing::new(2, mcp_verify);
     /// The MCP tool `get_verification_record`.
-    pub const MCP_RECORD: Listing = Listing::new(3, "MCP_RECORD", mcp_record);
+    pub const MCP_RECORD: Listing = Listing::new(3, mcp_record);
 }
 
 impl PartialEq for Listing {
@@ -48,7 +47,8 @@ impl Eq for Listing {}
 
 impl std::fmt::Debug for Listing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name)
+        let name = ["HTTP_VERIFY", "HTTP_SCORE", "MCP_VERIFY", "MCP_RECORD"];
+        f.write_str(name.get(self.index).copied().unwrap_or("?"))
     }
 }
 
@@ -70,9 +70,10 @@ impl Listings {
     /// parameter names this request's value in `info.input.pathParams`, as the spec asks.
     pub fn for_resource(&self, s: &Services, resource: &Resource) -> Value {
         let mut listing = self.get(s, resource.listing);
-        if resource.listing == Listing::HTTP_SCORE
-            && let Some(agent_id) = &resource.path_param
-        {
+        if let (true, Some(agent_id)) = (
+            resource.listing == Listing::HTTP_SCORE,
+            &resource.path_param,
+        ) {
             listing["info"]["input"]["pathParams"]["agent_id"] = agent_id.as_str().into();
         }
         listing
