@@ -67,8 +67,6 @@ fn backend<E: std::fmt::Display>(e: E) -> StoreError {
     StoreError::Backend(e.to_string())
 }
 
-/// Throttling, timeouts and dispatch failures that outlived the SDK's retries are transient:
-/// the caller may retry. Other service errors are backend failures.
 /// A conditional write's outcome: `Ok(true)` applied, `Ok(false)` its condition failed
 /// (`condition_failed` recognises the operation's modeled error), any other error classified.
 fn applied<O, E, R>(
@@ -86,6 +84,8 @@ where
     }
 }
 
+/// Throttling, timeouts and dispatch failures that outlived the SDK's retries are transient:
+/// the caller may retry. Other service errors are backend failures.
 fn classify<E, R>(e: SdkError<E, R>) -> StoreError
 where
     E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + 'static,
