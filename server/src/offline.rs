@@ -138,7 +138,9 @@ fn identity_line(id: &ReceiptIdentity, score: bool) -> String {
 }
 
 fn fetch(url: &str) -> Result<Value, String> {
+    let tls = verifier_core::tls::client_config().map_err(|e| e.to_string())?;
     let client = reqwest::blocking::Client::builder()
+        .use_preconfigured_tls(tls)
         .timeout(std::time::Duration::from_secs(10))
         .build()
         .map_err(|e| e.to_string())?;

@@ -35,6 +35,7 @@ pub mod schema_doc;
 pub mod service;
 pub mod ssm_keys;
 pub mod store;
+pub mod tls;
 pub mod trust;
 pub mod vectors;
 
