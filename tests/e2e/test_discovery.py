@@ -133,6 +133,25 @@ def test_docs_render_offline_in_headless_chromium(server, tmp_path, path):
     assert shot.exists() and shot.stat().st_size > 10_000
 
 
+def test_docs_serve_every_file_the_page_loads_and_nothing_else(server):
+    from adversarial_util import assert_error
+
+    page = httpx.get(server.url + "/docs/").text
+    linked = re.findall(r'(?:href|src)="(?:\./)?([^"]+)"', page)
+    assert {"swagger-ui.css", "index.css", "swagger-ui-bundle.js",
+            "swagger-ui-standalone-preset.js", "swagger-initializer.js"} <= set(linked), linked
+    kinds = {".css": "text/css", ".js": "text/javascript", ".png": "image/png"}
+    for name in linked:
+        resp = httpx.get(f"{server.url}/docs/{name}")
+        assert resp.status_code == 200, name
+        assert resp.headers["content-type"].startswith(kinds[Path(name).suffix]), name
+        assert resp.content, name
+    assert '"/openapi.json"' in httpx.get(server.url + "/docs/swagger-initializer.js").text
+    # Swagger UI's other builds are not in the package (the page never loads them).
+    for unused in ("swagger-ui-es-bundle.js", "swagger-ui-es-bundle-core.js", "swagger-ui.js"):
+        assert_error(httpx.get(f"{server.url}/docs/{unused}"), 404, "not_found")
+
+
 def test_a_receipt_verifies_through_the_live_agent_card(server, invoice, tmp_path):
     resp = httpx.post(server.url + "/verify/schema", json=invoice).json()
     assert resp["verify"]["public_key_url"] == server.url + "/.well-known/agent-card.json"

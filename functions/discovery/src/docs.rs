@@ -1,4 +1,5 @@
-//! `/docs`: Swagger UI from the crate's vendored bundle (no CDN), reading `/openapi.json`.
+//! `/docs`: Swagger UI from its vendored release (no CDN; only the files the page loads, see
+//! `build.rs`), reading `/openapi.json`.
 //! `/docs` itself answers the page (no redirect to `/docs/`: behind API Gateway `/docs/` may
 //! match no route); a `<base href="docs/">` makes its relative asset links resolve under
 //! `/docs/` whatever prefix the API has.
@@ -10,47 +11,67 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use function_common::respond;
 use std::sync::Arc;
-use utoipa_swagger_ui::Config;
 use verifier_core::errors::ApiError;
 use verifier_core::service::Services;
 
-fn config() -> Arc<Config<'static>> {
-    static CONFIG: std::sync::OnceLock<Arc<Config<'static>>> = std::sync::OnceLock::new();
-    CONFIG
-        .get_or_init(|| Arc::new(Config::from("/openapi.json")))
-        .clone()
+/// One file of the page: its name under `/docs/`, media type and bytes.
+struct Asset {
+    name: &'static str,
+    content_type: &'static str,
+    bytes: &'static [u8],
 }
 
+/// A file `build.rs` took from the vendored Swagger UI release.
+macro_rules! swagger_ui {
+    ($name:literal, $type:literal) => {
+        Asset {
+            name: $name,
+            content_type: $type,
+            bytes: include_bytes!(concat!(env!("OUT_DIR"), "/swagger-ui/", $name)),
+        }
+    };
+}
+
+/// The page's files: Swagger UI's own and our start-up script (which names `/openapi.json`).
+const ASSETS: &[Asset] = &[
+    swagger_ui!("index.html", "text/html; charset=utf-8"),
+    swagger_ui!("index.css", "text/css; charset=utf-8"),
+    swagger_ui!("swagger-ui.css", "text/css; charset=utf-8"),
+    swagger_ui!("swagger-ui-bundle.js", "text/javascript; charset=utf-8"),
+    swagger_ui!(
+        "swagger-ui-standalone-preset.js",
+        "text/javascript; charset=utf-8"
+    ),
+    swagger_ui!("favicon-16x16.png", "image/png"),
+    swagger_ui!("favicon-32x32.png", "image/png"),
+    swagger_ui!("oauth2-redirect.html", "text/html; charset=utf-8"),
+    swagger_ui!("oauth2-redirect.js", "text/javascript; charset=utf-8"),
+    Asset {
+        name: "swagger-initializer.js",
+        content_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../assets/swagger-initializer.js"),
+    },
+];
+
+/// The file named `tail` (the page itself for an empty tail); with `base`, the page gets a
+/// `<base href>` so its relative links resolve under `/docs/`.
 fn file(s: &Services, tail: &str, base: Option<&str>) -> Response {
-    match utoipa_swagger_ui::serve(tail, config()) {
-        Ok(Some(f)) => {
-            let mut bytes = f.bytes.into_owned();
-            if let Some(base) = base
-                && !f.gzpipped
-            {
-                let text = String::from_utf8_lossy(&bytes).replacen(
-                    "<head>",
-                    &format!("<head>\n    <base href=\"{base}\">"),
-                    1,
-                );
-                bytes = text.into_bytes();
-            }
-            let mut response = (StatusCode::OK, bytes).into_response();
-            let headers = response.headers_mut();
-            if let Ok(ct) = HeaderValue::from_str(&f.content_type) {
-                headers.insert(header::CONTENT_TYPE, ct);
-            }
-            if f.gzpipped {
-                headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-            }
-            response
-        }
-        Ok(None) => respond::error(&ApiError::NotFound, &s.config),
-        Err(e) => {
-            tracing::error!(error = %e, "the docs bundle cannot be served");
-            respond::error(&ApiError::Internal, &s.config)
-        }
-    }
+    let name = if tail.is_empty() { "index.html" } else { tail };
+    let Some(asset) = ASSETS.iter().find(|a| a.name == name) else {
+        return respond::error(&ApiError::NotFound, &s.config);
+    };
+    let body = match base {
+        Some(base) => String::from_utf8_lossy(asset.bytes)
+            .replacen("<head>", &format!("<head>\n    <base href=\"{base}\">"), 1)
+            .into_bytes(),
+        None => asset.bytes.to_vec(),
+    };
+    let mut response = (StatusCode::OK, body).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(asset.content_type),
+    );
+    response
 }
 
 /// The `/docs`, `/docs/` and `/docs/{asset}` routes.
