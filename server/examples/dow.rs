@@ -59,7 +59,10 @@ impl Server {
             .spawn()
             .expect("verifier serve");
         let url = format!("http://127.0.0.1:{port}");
-        let client = reqwest::blocking::Client::new();
+        let client = reqwest::blocking::Client::builder()
+            .use_preconfigured_tls(tls())
+            .build()
+            .expect("client");
         let deadline = Instant::now() + Duration::from_secs(15);
         while Instant::now() < deadline {
             if client
@@ -198,6 +201,7 @@ fn cpu_per_request(
     runs: usize,
 ) -> Vec<(u64, u64, u16)> {
     let client = reqwest::blocking::Client::builder()
+        .use_preconfigured_tls(tls())
         .local_address(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 9)))
         .build()
         .expect("client");
@@ -248,6 +252,7 @@ impl Latencies {
 /// The legitimate client: `rate` requests per second for `duration`, from 127.0.0.1.
 async fn legitimate(url: String, body: Vec<u8>, rate: u64, duration: Duration) -> Latencies {
     let client = reqwest::Client::builder()
+        .use_preconfigured_tls(tls())
         .local_address(IpAddr::V4(Ipv4Addr::LOCALHOST))
         .pool_max_idle_per_host(64)
         .build()
@@ -301,6 +306,7 @@ async fn attacker(
     let mut tasks = Vec::new();
     for source in 2..6u8 {
         let client = reqwest::Client::builder()
+            .use_preconfigured_tls(tls())
             .local_address(IpAddr::V4(Ipv4Addr::new(127, 0, 0, source)))
             .build()
             .expect("client");
@@ -350,7 +356,10 @@ async fn attacker(
 
 /// `/health` every 50 ms until `stop`: the worst latency seen, in ms.
 async fn health_watch(url: String, stop: Arc<AtomicBool>) -> f64 {
-    let client = reqwest::Client::new();
+    let client = reqwest::Client::builder()
+        .use_preconfigured_tls(tls())
+        .build()
+        .expect("client");
     let mut worst = 0f64;
     while !stop.load(Ordering::Relaxed) {
         let t = Instant::now();
@@ -482,4 +491,9 @@ fn main() {
         free.status("VmRSS:") / 1024.0,
         free.status("Threads:")
     );
+}
+
+/// Our TLS configuration: reqwest has no crypto provider of its own (`verifier_core::tls`).
+fn tls() -> rustls::ClientConfig {
+    verifier_core::tls::client_config().expect("the TLS configuration")
 }

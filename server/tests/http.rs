@@ -95,7 +95,7 @@ async fn post(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allowance_is_exact_under_100_concurrent_requests() {
     let server = start(20, Arc::new(SystemClock)).await;
-    let client = reqwest::Client::new();
+    let client = client();
     let url = format!("{}/verify/schema", server.base);
     let body = invoice_request().replace("test-seller-invoice-agent", "seller-concurrency");
     let mut tasks = Vec::new();
@@ -146,7 +146,7 @@ async fn allowance_is_exact_under_100_concurrent_requests() {
 async fn a_new_utc_day_resets_the_allowance() {
     let clock = Arc::new(ManualClock::new(datetime!(2026-12-02 23:59:58 UTC)));
     let server = start(2, clock.clone()).await;
-    let client = reqwest::Client::new();
+    let client = client();
     let url = format!("{}/verify/schema", server.base);
     for expected in [200, 200, 402] {
         let (status, headers, body) = post(&client, &url, invoice_request()).await;
@@ -168,7 +168,7 @@ async fn a_new_utc_day_resets_the_allowance() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_never_echo_a_planted_marker() {
     let server = start(100, Arc::new(SystemClock)).await;
-    let client = reqwest::Client::new();
+    let client = client();
     let url = format!("{}/verify/schema", server.base);
     let m = "MARKER-c0ffee-91";
     let bad_bodies = vec![
@@ -210,7 +210,7 @@ async fn errors_never_echo_a_planted_marker() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limits_probe_media_type_and_methods() {
     let server = start(100, Arc::new(SystemClock)).await;
-    let client = reqwest::Client::new();
+    let client = client();
     let url = format!("{}/verify/schema", server.base);
     // Over the hard limit (64 KiB here): 413 stating the limit.
     let big =
@@ -289,7 +289,7 @@ async fn limits_probe_media_type_and_methods() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_ids_and_null_agents_leave_no_history() {
     let server = start(100, Arc::new(SystemClock)).await;
-    let client = reqwest::Client::new();
+    let client = client();
     let url = format!("{}/verify/schema", server.base);
     let (status, _, _) = post(&client, &url, invoice_request()).await;
     assert_eq!(status, 200);
@@ -378,4 +378,12 @@ async fn the_embedded_store_keeps_counts_and_history_across_reopen() {
             .expect("claim"),
         FreeClaim::Exhausted { used: 3 }
     );
+}
+
+/// A client for the loopback server (reqwest needs our TLS configuration even for plain HTTP).
+fn client() -> reqwest::Client {
+    verifier_core::tls::reqwest_builder()
+        .expect("the TLS configuration")
+        .build()
+        .expect("an HTTP client")
 }

@@ -26,6 +26,13 @@ pub fn client_config() -> Result<rustls::ClientConfig, TlsError> {
     Ok(config)
 }
 
+/// reqwest's client builder with [`client_config`] as its TLS. Every reqwest client starts
+/// here (or passes [`client_config`] to `use_preconfigured_tls` itself): reqwest is built
+/// without a crypto provider of its own, and its `build` panics when given none.
+pub fn reqwest_builder() -> Result<reqwest::ClientBuilder, TlsError> {
+    Ok(reqwest::Client::builder().use_preconfigured_tls(client_config()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -49,5 +56,9 @@ mod tests {
             .use_preconfigured_tls(config)
             .build()
             .expect("reqwest accepts the configuration");
+        reqwest_builder()
+            .expect("a builder")
+            .build()
+            .expect("a client");
     }
 }

@@ -56,10 +56,8 @@ impl FacilitatorError {
 impl Facilitator {
     /// A client of the facilitator at `base` (e.g. `https://api.cdp.coinbase.com/platform/v2/x402`).
     pub fn new(base: &str, auth: Option<FacilitatorAuth>) -> Result<Self, FacilitatorError> {
-        let tls = crate::tls::client_config()
-            .map_err(|e| FacilitatorError::Unreachable(e.to_string()))?;
-        let client = reqwest::Client::builder()
-            .use_preconfigured_tls(tls)
+        let client = crate::tls::reqwest_builder()
+            .map_err(|e| FacilitatorError::Unreachable(e.to_string()))?
             .connect_timeout(Duration::from_secs(5))
             .user_agent(concat!("agent-output-verifier/", env!("CARGO_PKG_VERSION")))
             .build()
