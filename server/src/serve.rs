@@ -237,7 +237,9 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
     };
     let payments = PaymentGate::new(settings.facilitator()?, opts.solana_fee_payer.clone());
     if payments.configured() {
-        payments.refresh_supported().await;
+        payments
+            .refresh_supported(config.pay_to_solana.as_deref())
+            .await;
     } else {
         tracing::warn!(
             "no facilitator configured (VERIFIER_FACILITATOR_URL): paid requests are refused"

@@ -70,25 +70,56 @@ fn parse_ring(name: &str, text: &str) -> Result<Vec<PublicKeyEntry>, SsmKeyError
     serde_json::from_str(text).map_err(|_| SsmKeyError::Format(name.to_owned()))
 }
 
-/// Read the active key and the ring.
-pub async fn load(
-    client: &Client,
+/// Read several parameters in one `GetParameters` call, SecureStrings decrypted (a String
+/// comes back as it is): each name's value, none for a name that does not exist.
+async fn get_many(client: &Client, names: &[&str]) -> Result<Vec<Option<String>>, SsmKeyError> {
+    let out = client
+        .get_parameters()
+        .set_names(Some(names.iter().map(|n| (*n).to_owned()).collect()))
+        .with_decryption(true)
+        .send()
+        .await
+        .map_err(|e| SsmKeyError::Ssm(format!("{e:?}")))?;
+    let found = out.parameters.unwrap_or_default();
+    Ok(names
+        .iter()
+        .map(|name| {
+            found
+                .iter()
+                .find(|p| p.name.as_deref() == Some(name) || p.arn.as_deref() == Some(name))
+                .and_then(|p| p.value.clone())
+        })
+        .collect())
+}
+
+fn parse_keys(
     params: &KeyParams,
+    secret: Option<String>,
+    ring: Option<String>,
 ) -> Result<(SigningIdentity, Vec<PublicKeyEntry>), SsmKeyError> {
-    let secret = get(client, &params.signing, true)
-        .await?
-        .ok_or_else(|| SsmKeyError::Missing(params.signing.clone()))?;
+    let secret = secret.ok_or_else(|| SsmKeyError::Missing(params.signing.clone()))?;
     let stored: StoredKey =
         serde_json::from_str(&secret).map_err(|_| SsmKeyError::Format(params.signing.clone()))?;
     let seed = STANDARD
         .decode(&stored.seed_base64)
         .map_err(|_| SsmKeyError::Format(params.signing.clone()))?;
     let identity = SigningIdentity::from_seed(stored.key_version, &seed)?;
-    let ring = match get(client, &params.ring, false).await? {
+    let ring = match ring {
         Some(text) => parse_ring(&params.ring, &text)?,
         None => Vec::new(),
     };
     Ok((identity, ring))
+}
+
+/// Read the active key and the ring (one SSM call).
+pub async fn load(
+    client: &Client,
+    params: &KeyParams,
+) -> Result<(SigningIdentity, Vec<PublicKeyEntry>), SsmKeyError> {
+    let mut values = get_many(client, &[&params.signing, &params.ring])
+        .await?
+        .into_iter();
+    parse_keys(params, values.next().flatten(), values.next().flatten())
 }
 
 /// The key source of the functions: refreshed from SSM in the background.
@@ -99,10 +130,34 @@ pub struct SsmKeys {
 impl SsmKeys {
     /// Read the keys now (fails loudly: a function must not start without them).
     pub async fn load(client: &Client, params: &KeyParams) -> Result<Arc<Self>, SsmKeyError> {
-        let (identity, ring) = load(client, params).await?;
-        Ok(Arc::new(SsmKeys {
+        Ok(Self::load_with_secret(client, params, None).await?.0)
+    }
+
+    /// Read the keys and, when named, one more SecureString (the facilitator's API key
+    /// secret) in the same SSM call: one round trip at init.
+    pub async fn load_with_secret(
+        client: &Client,
+        params: &KeyParams,
+        secret: Option<&str>,
+    ) -> Result<(Arc<Self>, Option<String>), SsmKeyError> {
+        let mut names = vec![params.signing.as_str(), params.ring.as_str()];
+        names.extend(secret);
+        let mut values = get_many(client, &names).await?.into_iter();
+        let (identity, ring) =
+            parse_keys(params, values.next().flatten(), values.next().flatten())?;
+        let secret = match secret {
+            Some(name) => Some(
+                values
+                    .next()
+                    .flatten()
+                    .ok_or_else(|| SsmKeyError::Missing(name.to_owned()))?,
+            ),
+            None => None,
+        };
+        let keys = Arc::new(SsmKeys {
             state: RwLock::new(with_active(identity, ring)),
-        }))
+        });
+        Ok((keys, secret))
     }
 
     /// Refresh every `every` (a new key from a rotation is picked up; errors keep the old).
@@ -252,11 +307,4 @@ async fn publish(
     Err(SsmKeyError::Ssm(format!(
         "the key ring {name} kept losing the new key (concurrent rotations?)"
     )))
-}
-
-/// Read a SecureString's plaintext (the facilitator's API key secret).
-pub async fn secret(client: &Client, name: &str) -> Result<String, SsmKeyError> {
-    get(client, name, true)
-        .await?
-        .ok_or_else(|| SsmKeyError::Missing(name.to_owned()))
 }

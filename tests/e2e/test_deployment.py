@@ -4,10 +4,13 @@ on DynamoDB Local and moto, behind a router built from the template's routes (de
 The first `rotate-key` invocation makes the signing key; the suites below go through one base
 URL: the SarnAI client, the MCP client, discovery and receipts through the served agent card,
 the allowance counted in DynamoDB, a second rotation, and a paid call on the local chain."""
+import base64
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 
 import boto3
@@ -175,10 +178,14 @@ def test_a_paid_call_settles_on_the_local_chain_through_the_deployment():
 
     with LocalChain() as chain:
         with Deployment({"FreeAllowancePerDay": 0, "PayToBase": chain.payee_address,
+                         "PayToSolana": chain.svm_payee_address,
                          "FacilitatorUrl": chain.facilitator_url}) as paid:
             body = dict(PASSING, agent_id="seller-paid-deployed")
             offer = httpx.post(paid.url + "/verify/schema", json=body, timeout=30)
             assert offer.status_code == 402, offer.text
+            # The Solana option names the fee payer the facilitator's /supported gave at init.
+            solana = [a for a in offered(offer) if a["network"].startswith("solana:")]
+            assert [a["extra"]["feePayer"] for a in solana] == [chain.svm_fee_payer], offered(offer)
             before = balances(chain)
             header = pay_header(chain, offer.headers["payment-required"])
             ok = httpx.post(paid.url + "/verify/schema", json=body, headers={"PAYMENT-SIGNATURE": header}, timeout=60)
@@ -188,3 +195,50 @@ def test_a_paid_call_settles_on_the_local_chain_through_the_deployment():
             assert again.status_code == 402 and again.json()["payment_error"]["code"] == "payment_replayed"
             rep = httpx.get(paid.url + "/reputation/seller-paid-deployed", timeout=30).json()
             assert (rep["total"], rep["paid_verifications"]) == (1, 1)
+
+
+def offered(answer) -> list[dict]:
+    """The payment options of a 402 (its PAYMENT-REQUIRED header)."""
+    return json.loads(base64.b64decode(answer.headers["payment-required"]))["accepts"]
+
+
+def test_a_facilitator_that_never_answers_does_not_hold_init():
+    """An outage of the facilitator (it accepts connections and never answers): each function
+    waits at most 2 s for its /supported at init (not the 10 s of its request timeout, nor
+    Lambda's 10 s init limit), then serves; the 402s offer Base alone, since the Solana fee
+    payer is unknown."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    listening = threading.Event()
+    listening.set()
+
+    def hold_connections():
+        listener.settimeout(0.2)
+        while listening.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                pass
+
+    holder = threading.Thread(target=hold_connections, daemon=True)
+    holder.start()
+    try:
+        with Deployment({"FreeAllowancePerDay": 0, "PayToBase": "0x1111111111111111111111111111111111111111",
+                         "PayToSolana": "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
+                         "FacilitatorUrl": f"http://127.0.0.1:{listener.getsockname()[1]}"}) as stack:
+            offer = httpx.post(stack.url + "/verify/schema", json=PASSING, timeout=30)
+            assert offer.status_code == 402, offer.text
+            assert [a["network"] for a in offered(offer)] == ["eip155:8453"], offered(offer)
+            health = httpx.get(stack.url + "/health", timeout=30)
+            assert health.status_code == 200, health.text
+            served = time.monotonic()
+            for fn in ("verify", "discovery"):
+                assert served - stack.spawned[fn] < 8, (fn, served - stack.spawned[fn])
+                assert "did not answer in time" in stack.log(fn), stack.log(fn)
+            assert held, "the facilitator was never asked"
+    finally:
+        listening.clear()
+        holder.join()
+        for conn in held:
+            conn.close()
+        listener.close()

@@ -164,19 +164,25 @@ pub struct Init {
     pub keys: Arc<SsmKeys>,
     pub store: Arc<DynamoStore>,
     pub facilitator: FacilitatorSettings,
+    /// The Solana fee payer: configured, or learnt from the facilitator at init.
+    pub solana_fee_payer: Option<String>,
 }
 
 impl Init {
-    /// Build the SDK clients, load the key (and the facilitator secret), start the refresh.
+    /// Build the SDK clients, load the key and the facilitator secret (one SSM call), start
+    /// the refresh, and learn the Solana fee payer when Solana is offered and none is
+    /// configured (one facilitator call, bounded by
+    /// [`SUPPORTED_WAIT`](verifier_core::payments::gate::SUPPORTED_WAIT)).
     pub async fn new(settings: LambdaSettings) -> Result<Self, InitError> {
         let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         let ssm = aws_sdk_ssm::Client::new(&sdk);
-        let keys = SsmKeys::load(&ssm, &settings.keys).await?;
+        let (keys, key_secret) = SsmKeys::load_with_secret(
+            &ssm,
+            &settings.keys,
+            settings.facilitator_key_secret_param.as_deref(),
+        )
+        .await?;
         keys.spawn_refresh(ssm.clone(), settings.keys.clone(), settings.key_refresh);
-        let key_secret = match &settings.facilitator_key_secret_param {
-            Some(name) => Some(verifier_core::ssm_keys::secret(&ssm, name).await?),
-            None => None,
-        };
         let facilitator = FacilitatorSettings {
             url: settings.facilitator_url.clone(),
             bearer: None,
@@ -184,7 +190,13 @@ impl Init {
             key_secret,
         };
         // Fail at init on a broken facilitator configuration, not on the first paid call.
-        facilitator.facilitator().map_err(InitError::Facilitator)?;
+        let payments = PaymentGate::new(
+            facilitator.facilitator().map_err(InitError::Facilitator)?,
+            settings.config.solana_fee_payer.clone(),
+        );
+        payments
+            .refresh_supported(settings.config.pay_to_solana.as_deref())
+            .await;
         Ok(Init {
             store: Arc::new(DynamoStore::new(
                 aws_sdk_dynamodb::Client::new(&sdk),
@@ -192,6 +204,7 @@ impl Init {
             )),
             keys,
             facilitator,
+            solana_fee_payer: payments.fee_payer(),
             settings,
         })
     }
@@ -206,8 +219,7 @@ impl Init {
             .facilitator
             .facilitator()
             .map_err(InitError::Facilitator)?;
-        let payments = PaymentGate::new(facilitator, config.solana_fee_payer.clone());
-        payments.refresh_supported().await;
+        let payments = PaymentGate::new(facilitator, self.solana_fee_payer.clone());
         Ok(Arc::new(Services {
             // Warmed up by the functions that verify (their mains call `engine::warm_up`).
             engine: Engine::without_warm_up(EngineConfig {
@@ -277,9 +289,19 @@ pub fn public_url_of(req: &lambda_http::Request) -> String {
     format!("https://{}", host.unwrap_or_else(|| "localhost".into()))
 }
 
+/// What a function prepares at init besides its configuration, keys and clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarmUp {
+    /// The schema library's first compile (`engine::warm_up`), so no verification pays for
+    /// it; it runs on a blocking thread while init waits on SSM.
+    SchemaEngine,
+    /// Nothing: the function compiles no caller's schema.
+    Nothing,
+}
+
 /// Run a function on Lambda: init (failing loudly), then serve every invocation with the
 /// router `build` makes (built on the first request when the public URL is not configured).
-pub async fn run<F>(build: F) -> Result<(), lambda_http::Error>
+pub async fn run<F>(warm_up: WarmUp, build: F) -> Result<(), lambda_http::Error>
 where
     F: Fn(Arc<Services>, &LambdaSettings) -> Router + Send + Sync + 'static,
 {
@@ -287,11 +309,19 @@ where
     init_tracing();
     let settings =
         LambdaSettings::from_env().inspect_err(|e| tracing::error!(error = %e, "init failed"))?;
+    let warming = (warm_up == WarmUp::SchemaEngine)
+        .then(|| tokio::task::spawn_blocking(verifier_core::engine::warm_up));
     let init = Arc::new(
         Init::new(settings)
             .await
             .inspect_err(|e| tracing::error!(error = %e, "init failed"))?,
     );
+    if let Some(Err(e)) = match warming {
+        Some(task) => Some(task.await),
+        None => None,
+    } {
+        tracing::warn!(error = %e, "the schema library's warm-up failed; the first compile pays for it");
+    }
     let app: Arc<OnceCell<Router>> = Arc::new(OnceCell::new());
     if let Some(url) = init.settings.public_url.clone() {
         let services = init.services(&url).await?;

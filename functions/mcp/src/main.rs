@@ -10,15 +10,16 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    // At init, so no verification pays for the schema library's first compile.
-    verifier_core::engine::warm_up();
-    function_common::lambda::run(|services, settings| {
-        let access = McpAccess::behind_gateway(
-            &services.config.public_url,
-            &settings.mcp_allowed_origins,
-            &settings.mcp_allowed_hosts,
-        );
-        mcp_function::router(services, &access)
-    })
+    function_common::lambda::run(
+        function_common::lambda::WarmUp::SchemaEngine,
+        |services, settings| {
+            let access = McpAccess::behind_gateway(
+                &services.config.public_url,
+                &settings.mcp_allowed_origins,
+                &settings.mcp_allowed_hosts,
+            );
+            mcp_function::router(services, &access)
+        },
+    )
     .await
 }

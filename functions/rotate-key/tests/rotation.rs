@@ -225,3 +225,40 @@ async fn missing_configuration_fails_loudly() {
     let err = RotateSettings::from_env().expect_err("no configuration in the test environment");
     assert!(err.to_string().contains("must be set"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_reads_the_keys_and_the_facilitator_secret_in_one_call() {
+    let Some((ssm, kms)) = clients().await else {
+        return;
+    };
+    let settings = settings(&kms).await;
+    let rotation = handle(&ssm, &settings, &Value::Null).await.expect("rotate");
+    let secret_name = format!("{}-facilitator-secret", settings.params.signing);
+
+    // Named but not stored: init fails naming the parameter, never with the keys alone.
+    match SsmKeys::load_with_secret(&ssm, &settings.params, Some(&secret_name)).await {
+        Err(SsmKeyError::Missing(name)) => assert_eq!(name, secret_name),
+        other => panic!("expected the missing secret, got {:?}", other.map(|r| r.1)),
+    }
+
+    ssm.put_parameter()
+        .name(&secret_name)
+        .value("the-cdp-api-key-secret")
+        .r#type(aws_sdk_ssm::types::ParameterType::SecureString)
+        .key_id(&settings.kms_key_id)
+        .send()
+        .await
+        .expect("put the secret");
+    let (keys, secret) = SsmKeys::load_with_secret(&ssm, &settings.params, Some(&secret_name))
+        .await
+        .expect("load");
+    assert_eq!(secret.as_deref(), Some("the-cdp-api-key-secret"));
+    assert_eq!(keys.current().key_version(), rotation.key_version);
+    assert_eq!(keys.public_keys().len(), 1);
+
+    // Without a secret named, only the keys.
+    let (keys, secret) = SsmKeys::load_with_secret(&ssm, &settings.params, None)
+        .await
+        .expect("load");
+    assert_eq!((secret, keys.public_keys().len()), (None, 1));
+}

@@ -8,5 +8,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    function_common::lambda::run(|services, _| score_function::router(services)).await
+    function_common::lambda::run(function_common::lambda::WarmUp::Nothing, |services, _| {
+        score_function::router(services)
+    })
+    .await
 }

@@ -8,7 +8,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    // At init, so no verification pays for the schema library's first compile.
-    verifier_core::engine::warm_up();
-    function_common::lambda::run(|services, _| verify_function::router(services)).await
+    function_common::lambda::run(
+        function_common::lambda::WarmUp::SchemaEngine,
+        |services, _| verify_function::router(services),
+    )
+    .await
 }

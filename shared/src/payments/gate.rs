@@ -14,7 +14,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
 use serde_json::Value;
 use std::sync::RwLock;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// How long a Solana payment's identity is kept: its blockhash expires within ~2 minutes.
 const SOLANA_REPLAY_SECONDS: i64 = 600;
@@ -216,6 +216,35 @@ impl FacilitatorSettings {
     }
 }
 
+/// How long start-up waits for the facilitator's `/supported`: a slow or unreachable
+/// facilitator must not hold a function's init (Lambda ends an init after 10 s) or the
+/// server's start for the facilitator's full request timeout.
+pub const SUPPORTED_WAIT: Duration = Duration::from_secs(2);
+
+/// The Solana fee payer the facilitator names in its `/supported` (`exact` on Solana
+/// mainnet); none when it names none or does not answer within [`SUPPORTED_WAIT`].
+pub async fn solana_fee_payer(f: &Facilitator) -> Option<String> {
+    match tokio::time::timeout(SUPPORTED_WAIT, f.supported()).await {
+        Ok(Ok(supported)) => supported
+            .kinds
+            .iter()
+            .filter(|k| k.network == SOLANA_NETWORK && k.scheme == "exact")
+            .find_map(|k| k.extra.get("feePayer").and_then(Value::as_str))
+            .map(str::to_owned),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "cannot read the facilitator's /supported: Solana is not offered");
+            None
+        }
+        Err(_) => {
+            tracing::warn!(
+                wait_ms = SUPPORTED_WAIT.as_millis() as u64,
+                "the facilitator's /supported did not answer in time: Solana is not offered"
+            );
+            None
+        }
+    }
+}
+
 impl PaymentGate {
     /// A gate over a facilitator (none: payments are refused as not configured).
     pub fn new(facilitator: Option<Facilitator>, fee_payer: Option<String>) -> Self {
@@ -231,25 +260,16 @@ impl PaymentGate {
         self.facilitator.is_some()
     }
 
-    /// Learn the Solana fee payer from the facilitator's `/supported` unless one is known.
-    pub async fn refresh_supported(&self) {
-        if self.fee_payer().is_some() {
+    /// Learn the Solana fee payer from the facilitator's `/supported` when Solana is offered
+    /// (`pay_to_solana`) and no fee payer is known: at most one facilitator call, waiting at
+    /// most [`SUPPORTED_WAIT`]. Without an answer Solana is not offered (a warning says why).
+    pub async fn refresh_supported(&self, pay_to_solana: Option<&str>) {
+        if pay_to_solana.is_none() || self.fee_payer().is_some() {
             return;
         }
         let Some(f) = &self.facilitator else { return };
-        match f.supported().await {
-            Ok(supported) => {
-                let found = supported
-                    .kinds
-                    .iter()
-                    .filter(|k| k.network == SOLANA_NETWORK && k.scheme == "exact")
-                    .find_map(|k| k.extra.get("feePayer").and_then(Value::as_str))
-                    .map(str::to_owned);
-                if let (Some(fp), Ok(mut slot)) = (found, self.fee_payer.write()) {
-                    *slot = Some(fp);
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "cannot read the facilitator's /supported"),
+        if let (Some(fp), Ok(mut slot)) = (solana_fee_payer(f).await, self.fee_payer.write()) {
+            *slot = Some(fp);
         }
     }
 
