@@ -171,8 +171,10 @@ def measure(cold_starts: int = 5, warm_calls: int = 200) -> dict:
     first_calls: dict[str, list[float]] = {fn: [] for fn in SAMPLES}
     try:
         with LocalChain() as chain:
+            # Both networks offered, as the template requires: each function's init asks the
+            # facilitator's /supported for the Solana fee payer.
             overrides = {"FreeAllowancePerDay": 1, "PayToBase": chain.payee_address,
-                         "FacilitatorUrl": chain.facilitator_url}
+                         "PayToSolana": chain.svm_payee_address, "FacilitatorUrl": chain.facilitator_url}
             # Each cold start is a fresh deployment (its own emulator and processes).
             for _ in range(cold_starts):
                 with Deployment(overrides, runtime_via=via) as stack:

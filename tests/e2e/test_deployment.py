@@ -236,6 +236,18 @@ def test_a_facilitator_that_never_answers_does_not_hold_init():
                 assert served - stack.spawned[fn] < 8, (fn, served - stack.spawned[fn])
                 assert "did not answer in time" in stack.log(fn), stack.log(fn)
             assert held, "the facilitator was never asked"
+        # With the fee payer given at deploy time, init does not ask, and Solana is offered.
+        asked = len(held)
+        with Deployment({"FreeAllowancePerDay": 0, "PayToBase": "0x1111111111111111111111111111111111111111",
+                         "PayToSolana": "9WzDXwBbmkg8ZTbNMqUxvQRAyrZzDsGYdLVL9zYtAWWM",
+                         "SolanaFeePayer": "FeePayer1111111111111111111111111111111111",
+                         "FacilitatorUrl": f"http://127.0.0.1:{listener.getsockname()[1]}"}) as stack:
+            offer = httpx.post(stack.url + "/verify/schema", json=PASSING, timeout=30)
+            assert offer.status_code == 402, offer.text
+            assert [(a["network"], a["extra"].get("feePayer")) for a in offered(offer)] == [
+                ("eip155:8453", None), ("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", "FeePayer1111111111111111111111111111111111")]
+            assert "/supported" not in stack.log("verify"), stack.log("verify")
+            assert len(held) == asked
     finally:
         listening.clear()
         holder.join()
