@@ -221,7 +221,7 @@ impl Init {
             .map_err(InitError::Facilitator)?;
         let payments = PaymentGate::new(facilitator, self.solana_fee_payer.clone());
         Ok(Arc::new(Services {
-            // Warmed up by the functions that verify (their mains call `engine::warm_up`).
+            // Warmed up at init by the functions that verify (`run` with `WarmUp::SchemaEngine`).
             engine: Engine::without_warm_up(EngineConfig {
                 public_url: config.public_url.clone(),
                 cache_bytes: schema_cache_bytes()?,
