@@ -116,10 +116,30 @@ pub async fn load(
     client: &Client,
     params: &KeyParams,
 ) -> Result<(SigningIdentity, Vec<PublicKeyEntry>), SsmKeyError> {
-    let mut values = get_many(client, &[&params.signing, &params.ring])
-        .await?
-        .into_iter();
-    parse_keys(params, values.next().flatten(), values.next().flatten())
+    let (identity, ring, _) = fetch(client, params, None).await?;
+    Ok((identity, ring))
+}
+
+/// The active key, the ring and, when named, one more SecureString, in one SSM call.
+async fn fetch(
+    client: &Client,
+    params: &KeyParams,
+    secret: Option<&str>,
+) -> Result<(SigningIdentity, Vec<PublicKeyEntry>, Option<String>), SsmKeyError> {
+    let mut names = vec![params.signing.as_str(), params.ring.as_str()];
+    names.extend(secret);
+    let mut values = get_many(client, &names).await?.into_iter();
+    let (identity, ring) = parse_keys(params, values.next().flatten(), values.next().flatten())?;
+    let secret = match secret {
+        Some(name) => Some(
+            values
+                .next()
+                .flatten()
+                .ok_or_else(|| SsmKeyError::Missing(name.to_owned()))?,
+        ),
+        None => None,
+    };
+    Ok((identity, ring, secret))
 }
 
 /// The key source of the functions: refreshed from SSM in the background.
@@ -140,20 +160,7 @@ impl SsmKeys {
         params: &KeyParams,
         secret: Option<&str>,
     ) -> Result<(Arc<Self>, Option<String>), SsmKeyError> {
-        let mut names = vec![params.signing.as_str(), params.ring.as_str()];
-        names.extend(secret);
-        let mut values = get_many(client, &names).await?.into_iter();
-        let (identity, ring) =
-            parse_keys(params, values.next().flatten(), values.next().flatten())?;
-        let secret = match secret {
-            Some(name) => Some(
-                values
-                    .next()
-                    .flatten()
-                    .ok_or_else(|| SsmKeyError::Missing(name.to_owned()))?,
-            ),
-            None => None,
-        };
+        let (identity, ring, secret) = fetch(client, params, secret).await?;
         let keys = Arc::new(SsmKeys {
             state: RwLock::new(with_active(identity, ring)),
         });

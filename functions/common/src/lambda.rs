@@ -316,10 +316,9 @@ where
             .await
             .inspect_err(|e| tracing::error!(error = %e, "init failed"))?,
     );
-    if let Some(Err(e)) = match warming {
-        Some(task) => Some(task.await),
-        None => None,
-    } {
+    if let Some(task) = warming
+        && let Err(e) = task.await
+    {
         tracing::warn!(error = %e, "the schema library's warm-up failed; the first compile pays for it");
     }
     let app: Arc<OnceCell<Router>> = Arc::new(OnceCell::new());
