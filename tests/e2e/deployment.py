@@ -154,9 +154,15 @@ class Router:
 
 class Deployment:
     """Start with `Deployment(overrides).start()`; `url` is the API's base URL; `stop()` ends
-    every process it started. `overrides` replace template parameter defaults."""
+    every process it started. `overrides` replace template parameter defaults.
 
-    def __init__(self, overrides: dict | None = None, log_dir: Path | None = None, runtime_via=None):
+    `await_init(binary, spawned_at)`, when given, is called after each function is spawned and
+    returns when that function's init has ended, so the functions start one at a time, each init alone on
+    the machine, as Lambda runs each in its own micro-VM (a measurement's choice; the tests
+    start them together)."""
+
+    def __init__(self, overrides: dict | None = None, log_dir: Path | None = None, runtime_via=None,
+                 await_init=None):
         self.template = routes_from_template.load_template(TEMPLATE)
         self.routes, self.binaries = routes_of(self.template)
         self.stage = f"e2e{uuid.uuid4().hex[:8]}"
@@ -172,6 +178,7 @@ class Deployment:
         # Maps the emulator's URL to the one the functions are given (a measuring relay).
         self.runtime_via = runtime_via or (lambda url: url)
         self.spawned: dict[str, float] = {}
+        self.await_init = await_init
 
     # -- the stack's resources --------------------------------------------------------------
     def _create_resources(self) -> dict:
@@ -244,6 +251,8 @@ class Deployment:
         for binary in self.binaries.values():
             if binary != "rotate-key":
                 self._start_function(binary, self.env)
+                if self.await_init:
+                    self.await_init(binary, self.spawned[binary])
         self.timings["ready"] = time.monotonic() - t0
         return self
 

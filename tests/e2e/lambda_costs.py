@@ -4,7 +4,10 @@ scripts/lambda-costs.sh, not by the test command (these are measurements, not as
 - Init and warm duration per function, as Lambda defines them, read at a proxy between each
   function and the Runtime API emulator: init = process start → its first `GET …/next`; a
   warm invocation's duration = the event handed over → the function's `POST …/response`.
-  Each cold start is a fresh deployment (its own emulator and processes).
+  Each cold start is a fresh deployment (its own emulator and processes), measured twice:
+  `init_alone` starts the functions one at a time, each init alone on the machine as on Lambda
+  (every instance its own micro-VM); `init_together` starts them all at once, four inits
+  sharing this machine's two CPUs (what the test command's deployments do).
 - DynamoDB round trips and capacity units per free verification, paid verification and score
   lookup, counted at a proxy between the functions and DynamoDB Local (operation from
   `X-Amz-Target`; units as on-demand bills them for items under 1 KB: a consistent read 1 RRU,
@@ -167,29 +170,39 @@ def measure(cold_starts: int = 5, warm_calls: int = 200) -> dict:
         relays.setdefault(emulator, Relay(emulator, times.observe).url)
         return relays[emulator]
 
-    inits: dict[str, list[float]] = {fn: [] for fn in SAMPLES}
+    inits = {mode: {fn: [] for fn in SAMPLES} for mode in ("alone", "together")}
     first_calls: dict[str, list[float]] = {fn: [] for fn in SAMPLES}
+
+    def first_next(fn, spawned_at, timeout=30):
+        """When `fn` spawned at `spawned_at` first asked for an event (its init's end)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with times.lock:
+                at = min((t for t in times.nexts.get(fn, []) if t >= spawned_at), default=None)
+            if at is not None:
+                return at
+            assert time.monotonic() < deadline, f"{fn} never asked for its first event"
+            time.sleep(0.002)
+
     try:
         with LocalChain() as chain:
             # Both networks offered, as the template requires: each function's init asks the
             # facilitator's /supported for the Solana fee payer.
             overrides = {"FreeAllowancePerDay": 1, "PayToBase": chain.payee_address,
                          "PayToSolana": chain.svm_payee_address, "FacilitatorUrl": chain.facilitator_url}
-            # Each cold start is a fresh deployment (its own emulator and processes).
+            # Each cold start is a fresh deployment (its own emulator and processes), its
+            # functions started one at a time (each init alone, as on Lambda, where every
+            # instance has its own micro-VM) or all together (four inits sharing two CPUs).
             for _ in range(cold_starts):
-                with Deployment(overrides, runtime_via=via) as stack:
-                    def first_next(fn):
-                        return min((t for t in times.nexts.get(fn, []) if t >= stack.spawned[fn]), default=None)
-
-                    deadline = time.monotonic() + 30
-                    while any(first_next(fn) is None for fn in SAMPLES):
-                        assert time.monotonic() < deadline, "a function never asked for its first event"
-                        time.sleep(0.01)
-                    for fn in SAMPLES:
-                        inits[fn].append(first_next(fn) - stack.spawned[fn])
-                        before = len(times.durations.get(fn, []))
-                        call(stack, fn)
-                        first_calls[fn].append(times.durations[fn][before])
+                for mode in ("alone", "together"):
+                    alone = (lambda fn, at: first_next(fn, at)) if mode == "alone" else None
+                    with Deployment(overrides, runtime_via=via, await_init=alone) as stack:
+                        for fn in SAMPLES:
+                            inits[mode][fn].append(first_next(fn, stack.spawned[fn]) - stack.spawned[fn])
+                            if mode == "alone":
+                                before = len(times.durations.get(fn, []))
+                                call(stack, fn)
+                                first_calls[fn].append(times.durations[fn][before])
             # The allowance covers the warm calls and one counted free call, then 402s.
             last = dict(overrides, FreeAllowancePerDay=warm_calls + 2)
             with Deployment(last, runtime_via=via) as stack:
@@ -202,7 +215,9 @@ def measure(cold_starts: int = 5, warm_calls: int = 200) -> dict:
                     for _ in range(warm_calls):
                         call(stack, fn)
                     dynamo_ms[fn] = round(dynamo.busy * 1000 / warm_calls, 2)
-                functions = {fn: {"init": ms(inits[fn]), "first_invocation": ms(first_calls[fn]),
+                functions = {fn: {"init_alone": ms(inits["alone"][fn]),
+                                  "init_together": ms(inits["together"][fn]),
+                                  "first_invocation": ms(first_calls[fn]),
                                   "warm": ms(times.durations[fn]),
                                   # time spent waiting on DynamoDB (Local, through the relay)
                                   "warm_dynamodb_wait_ms_mean": dynamo_ms[fn],
