@@ -7,7 +7,9 @@ scripts/lambda-costs.sh, not by the test command (these are measurements, not as
   Each cold start is a fresh deployment (its own emulator and processes), measured twice:
   `init_alone` starts the functions one at a time, each init alone on the machine as on Lambda
   (every instance its own micro-VM); `init_together` starts them all at once, four inits
-  sharing this machine's two CPUs (what the test command's deployments do).
+  sharing this machine's two CPUs (what the test command's deployments do). Beside them, the
+  init of the smallest `lambda_http` function (functions/common/examples/bare_lambda.rs), alone:
+  the runtime's floor on this machine, in the same run.
 - DynamoDB round trips and capacity units per free verification, paid verification and score
   lookup, counted at a proxy between the functions and DynamoDB Local (operation from
   `X-Amz-Target`; units as on-demand bills them for items under 1 KB: a consistent read 1 RRU,
@@ -19,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -31,7 +34,7 @@ sys.path.insert(0, str(HERE.parent / "x402"))
 
 import httpx  # noqa: E402
 
-from deployment import Deployment, forward, send_answer  # noqa: E402
+from deployment import RELEASE, Deployment, forward, send_answer  # noqa: E402
 
 
 class Relay:
@@ -157,6 +160,22 @@ def ms(values):
             "max_ms": round(values[-1], 2), "n": len(values)}
 
 
+def bare_init(runtime_api: str, first_next) -> float:
+    """Init of the smallest `lambda_http` function (functions/common/examples/bare_lambda.rs)
+    under the same emulator, alone: the runtime's own floor on this machine."""
+    env = {**os.environ, "AWS_LAMBDA_RUNTIME_API": f"{runtime_api}/.rt/bare_lambda",
+           "AWS_LAMBDA_FUNCTION_NAME": "bare_lambda", "AWS_LAMBDA_FUNCTION_VERSION": "1",
+           "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256"}
+    spawned = time.monotonic()
+    proc = subprocess.Popen([str(RELEASE / "examples" / "bare_lambda")], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        return first_next("bare_lambda", spawned) - spawned
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
 def measure(cold_starts: int = 5, warm_calls: int = 200) -> dict:
     from localchain import LocalChain
     from test_payments import pay_header
@@ -171,6 +190,7 @@ def measure(cold_starts: int = 5, warm_calls: int = 200) -> dict:
         return relays[emulator]
 
     inits = {mode: {fn: [] for fn in SAMPLES} for mode in ("alone", "together")}
+    bare_inits: list[float] = []
     first_calls: dict[str, list[float]] = {fn: [] for fn in SAMPLES}
 
     def first_next(fn, spawned_at, timeout=30):
@@ -203,6 +223,8 @@ def measure(cold_starts: int = 5, warm_calls: int = 200) -> dict:
                                 before = len(times.durations.get(fn, []))
                                 call(stack, fn)
                                 first_calls[fn].append(times.durations[fn][before])
+                        if mode == "alone":
+                            bare_inits.append(bare_init(via(stack.emulator), first_next))
             # The allowance covers the warm calls and one counted free call, then 402s.
             last = dict(overrides, FreeAllowancePerDay=warm_calls + 2)
             with Deployment(last, runtime_via=via) as stack:
@@ -240,6 +262,8 @@ def measure(cold_starts: int = 5, warm_calls: int = 200) -> dict:
                 reputation = counted(lambda: httpx.get(stack.url + "/reputation/seller-units", timeout=60))
                 no_data = counted(lambda: httpx.get(stack.url + "/score/never-seen-agent", timeout=60))
                 return {"functions": functions,
+                        # the floor: the smallest lambda_http function, its init alone
+                        "bare_lambda_http_init_alone": ms(bare_inits),
                         "dynamodb": {"free_verification": free, "payment_required_402": offer,
                                      "paid_verification": paid, "reputation": reputation,
                                      "score_no_data": no_data}}
