@@ -77,7 +77,9 @@ async fn init_loads_the_ssm_key_and_serves_on_dynamodb() {
     if !components_available() {
         return;
     }
-    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let sdk = verifier_core::tls::aws_sdk_config()
+        .await
+        .expect("an SDK configuration");
     let ssm = aws_sdk_ssm::Client::new(&sdk);
     let kms = aws_sdk_kms::Client::new(&sdk);
     let run = uuid::Uuid::new_v4().simple().to_string();

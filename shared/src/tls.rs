@@ -1,14 +1,27 @@
-//! The TLS configuration of our own HTTPS clients (the facilitator, the offline receipt check's
-//! key fetch): rustls with AWS-LC as its crypto provider — the library the AWS SDK's client and
-//! the signer already link, so no binary carries `ring` as a second one — and Mozilla's root
-//! certificates (`webpki-roots`), so it works in a container without a system CA bundle.
+//! The TLS configuration of our HTTPS clients: rustls with AWS-LC as its crypto provider — the
+//! library the AWS SDK's client and the signer already link, so no binary carries `ring` as a
+//! second one — and Mozilla's root certificates, so it works in a container without a system CA
+//! bundle. Our own clients (the facilitator, the offline receipt check's key fetch) take
+//! [`client_config`]; the Lambda functions' AWS SDK clients take [`aws_sdk_config`], whose HTTPS
+//! client trusts the same roots instead of reading the system's certificate files at every cold
+//! start. (The local server's DynamoDB client keeps the SDK's default, the system's roots, so a
+//! CA a user added to their system, e.g. behind a TLS-inspecting proxy, still counts.)
 
+use aws_smithy_http_client::proxy::ProxyConfig;
+use aws_smithy_http_client::tls::rustls_provider::CryptoMode;
+use aws_smithy_http_client::tls::{Provider, TlsContext, TrustStore};
+use aws_smithy_http_client::{Builder, ConnectorBuilder};
+use base64::Engine as _;
 use std::sync::Arc;
 
 /// Why the TLS configuration cannot be made.
 #[derive(Debug, thiserror::Error)]
-#[error("TLS configuration: {0}")]
-pub struct TlsError(#[from] rustls::Error);
+pub enum TlsError {
+    #[error("TLS configuration: {0}")]
+    Rustls(#[from] rustls::Error),
+    #[error("TLS configuration of the AWS SDK's client: {0}")]
+    AwsClient(#[from] aws_smithy_http_client::HttpClientError),
+}
 
 /// A client configuration: TLS 1.2 and 1.3 with AWS-LC's safe defaults, Mozilla's roots,
 /// HTTP/1.1 offered by ALPN. Give it to reqwest with `use_preconfigured_tls`.
@@ -31,6 +44,55 @@ pub fn client_config() -> Result<rustls::ClientConfig, TlsError> {
 /// without a crypto provider of its own, and its `build` panics when given none.
 pub fn reqwest_builder() -> Result<reqwest::ClientBuilder, TlsError> {
     Ok(reqwest::Client::builder().use_preconfigured_tls(client_config()?))
+}
+
+/// The AWS SDK's configuration from the environment (region, credentials, endpoints, as
+/// `aws_config::load_defaults`), with [`aws_https_client`] as its HTTP client.
+pub async fn aws_sdk_config() -> Result<aws_config::SdkConfig, TlsError> {
+    Ok(aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(aws_https_client()?)
+        .load()
+        .await)
+}
+
+/// The client the SDK's `default-https-client` feature builds — hyper, rustls with AWS-LC, the
+/// proxy from the environment, the SDK's timeouts and sleep — trusting Mozilla's roots. The
+/// default trusts the system's roots, which it reads and parses at every cold start: the
+/// certificate file and then every file of the certificate directory (on Debian 292 files,
+/// about 2 ms of a function's init).
+pub fn aws_https_client() -> Result<aws_sdk_ssm::config::SharedHttpClient, TlsError> {
+    let context = TlsContext::builder()
+        .with_trust_store(TrustStore::empty().with_pem_certificate(mozilla_roots_pem()))
+        .build()?;
+    Ok(
+        Builder::new().build_with_connector_fn(move |settings, components| {
+            let mut connector =
+                ConnectorBuilder::default().tls_provider(Provider::Rustls(CryptoMode::AwsLc));
+            connector.set_tls_context(context.clone());
+            connector.set_connector_settings(settings.cloned());
+            if let Some(components) = components {
+                connector.set_sleep_impl(components.sleep_impl());
+            }
+            connector.set_proxy_config(Some(ProxyConfig::from_env()));
+            connector.build()
+        }),
+    )
+}
+
+/// Mozilla's root certificates (`webpki-root-certs`, the set `webpki-roots` carries) as one PEM
+/// document, the form the SDK's trust store takes.
+fn mozilla_roots_pem() -> Vec<u8> {
+    let mut pem = Vec::new();
+    for cert in webpki_root_certs::TLS_SERVER_ROOT_CERTS {
+        let body = base64::engine::general_purpose::STANDARD.encode(cert.as_ref());
+        pem.extend_from_slice(b"-----BEGIN CERTIFICATE-----\n");
+        for line in body.as_bytes().chunks(64) {
+            pem.extend_from_slice(line);
+            pem.push(b'\n');
+        }
+        pem.extend_from_slice(b"-----END CERTIFICATE-----\n");
+    }
+    pem
 }
 
 #[cfg(test)]
@@ -60,5 +122,38 @@ mod tests {
             .expect("a builder")
             .build()
             .expect("a client");
+    }
+
+    #[test]
+    fn the_aws_clients_trust_every_mozilla_root_and_the_ones_aws_chains_to() {
+        use rustls::pki_types::pem::PemObject;
+        // The SDK's trust store parses this PEM and adds each certificate, panicking on one it
+        // cannot parse: every certificate must come back whole and be a usable trust anchor.
+        let pem = mozilla_roots_pem();
+        let certs: Vec<_> = rustls::pki_types::CertificateDer::pem_slice_iter(&pem)
+            .collect::<Result<_, _>>()
+            .expect("valid PEM");
+        assert_eq!(certs.len(), webpki_root_certs::TLS_SERVER_ROOT_CERTS.len());
+        assert!(certs.len() > 100);
+        let mut store = rustls::RootCertStore::empty();
+        for cert in &certs {
+            store.add(cert.clone()).expect("a usable trust anchor");
+        }
+        // AWS's endpoints chain to Amazon Root CA 1–4 (and Starfield, cross-signing them).
+        for name in [
+            "Amazon Root CA 1",
+            "Amazon Root CA 2",
+            "Amazon Root CA 3",
+            "Amazon Root CA 4",
+            "Starfield Services Root Certificate Authority - G2",
+        ] {
+            assert!(
+                certs
+                    .iter()
+                    .any(|c| c.as_ref().windows(name.len()).any(|w| w == name.as_bytes())),
+                "{name} is trusted"
+            );
+        }
+        aws_https_client().expect("the SDK's client");
     }
 }

@@ -34,6 +34,8 @@ pub enum InitError {
     Keys(#[from] verifier_core::ssm_keys::SsmKeyError),
     #[error("the facilitator configuration is invalid: {0}")]
     Facilitator(String),
+    #[error("{0}")]
+    Tls(#[from] verifier_core::tls::TlsError),
 }
 
 fn var(name: &'static str) -> Option<String> {
@@ -174,7 +176,7 @@ impl Init {
     /// configured (one facilitator call, bounded by
     /// [`SUPPORTED_WAIT`](verifier_core::payments::gate::SUPPORTED_WAIT)).
     pub async fn new(settings: LambdaSettings) -> Result<Self, InitError> {
-        let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let sdk = verifier_core::tls::aws_sdk_config().await?;
         let ssm = aws_sdk_ssm::Client::new(&sdk);
         let (keys, key_secret) = SsmKeys::load_with_secret(
             &ssm,

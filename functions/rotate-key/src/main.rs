@@ -11,7 +11,9 @@ async fn main() -> Result<(), Error> {
     let settings = Arc::new(
         RotateSettings::from_env().inspect_err(|e| tracing::error!(error = %e, "init failed"))?,
     );
-    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let sdk = verifier_core::tls::aws_sdk_config()
+        .await
+        .inspect_err(|e| tracing::error!(error = %e, "init failed"))?;
     let client = Arc::new(aws_sdk_ssm::Client::new(&sdk));
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let settings = settings.clone();

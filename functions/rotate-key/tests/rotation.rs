@@ -25,7 +25,9 @@ async fn clients() -> Option<(aws_sdk_ssm::Client, aws_sdk_kms::Client)> {
         eprintln!("skipped: AWS_ENDPOINT_URL_SSM is unset (scripts/test.sh starts moto)");
         return None;
     }
-    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let sdk = verifier_core::tls::aws_sdk_config()
+        .await
+        .expect("an SDK configuration");
     Some((
         aws_sdk_ssm::Client::new(&sdk),
         aws_sdk_kms::Client::new(&sdk),
