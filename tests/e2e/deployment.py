@@ -157,9 +157,9 @@ class Deployment:
     every process it started. `overrides` replace template parameter defaults.
 
     `await_init(binary, spawned_at)`, when given, is called after each function is spawned and
-    returns when that function's init has ended, so the functions start one at a time, each init alone on
-    the machine, as Lambda runs each in its own micro-VM (a measurement's choice; the tests
-    start them together)."""
+    returns when that function's init has ended, so the functions start one at a time, each
+    init alone on the machine, as Lambda runs each in its own micro-VM (a measurement's choice;
+    the tests start them together)."""
 
     def __init__(self, overrides: dict | None = None, log_dir: Path | None = None, runtime_via=None,
                  await_init=None):
@@ -205,14 +205,16 @@ class Deployment:
         return {k: resolve(v, self.params, resources) for k, v in variables.items()}
 
     # -- processes ----------------------------------------------------------------------------
-    def _start_function(self, binary: str, env: dict) -> None:
+    def _start_function(self, binary: str, env: dict, path: Path | None = None) -> None:
+        """Start `binary` (or the executable at `path`, under that name) as a function of this
+        deployment's emulator; `stop()` ends it."""
         full = {**os.environ, **env,
                 "AWS_LAMBDA_RUNTIME_API": f"{self.runtime_via(self.emulator)}/.rt/{binary}",
                 "AWS_LAMBDA_FUNCTION_NAME": binary, "AWS_LAMBDA_FUNCTION_VERSION": "1",
                 "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256"}
         log = open(self.log_dir / f"{binary}.log", "wb")
         self.spawned[binary] = time.monotonic()
-        self.procs[binary] = subprocess.Popen([str(RELEASE / binary)], env=full, stdout=log,
+        self.procs[binary] = subprocess.Popen([str(path or RELEASE / binary)], env=full, stdout=log,
                                               stderr=subprocess.STDOUT)
 
     def invoke(self, binary: str, event: dict) -> dict:

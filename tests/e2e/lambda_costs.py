@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -160,20 +159,12 @@ def ms(values):
             "max_ms": round(values[-1], 2), "n": len(values)}
 
 
-def bare_init(runtime_api: str, first_next) -> float:
+def bare_init(stack, first_next) -> float:
     """Init of the smallest `lambda_http` function (functions/common/examples/bare_lambda.rs)
-    under the same emulator, alone: the runtime's own floor on this machine."""
-    env = {**os.environ, "AWS_LAMBDA_RUNTIME_API": f"{runtime_api}/.rt/bare_lambda",
-           "AWS_LAMBDA_FUNCTION_NAME": "bare_lambda", "AWS_LAMBDA_FUNCTION_VERSION": "1",
-           "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256"}
-    spawned = time.monotonic()
-    proc = subprocess.Popen([str(RELEASE / "examples" / "bare_lambda")], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        return first_next("bare_lambda", spawned) - spawned
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)
+    under the stack's emulator, alone: the runtime's own floor on this machine."""
+    stack._start_function("bare_lambda", {}, RELEASE / "examples" / "bare_lambda")
+    spawned = stack.spawned["bare_lambda"]
+    return first_next("bare_lambda", spawned) - spawned
 
 
 def measure(cold_starts: int = 5, warm_calls: int = 200) -> dict:
@@ -215,7 +206,7 @@ def measure(cold_starts: int = 5, warm_calls: int = 200) -> dict:
             # instance has its own micro-VM) or all together (four inits sharing two CPUs).
             for _ in range(cold_starts):
                 for mode in ("alone", "together"):
-                    alone = (lambda fn, at: first_next(fn, at)) if mode == "alone" else None
+                    alone = first_next if mode == "alone" else None
                     with Deployment(overrides, runtime_via=via, await_init=alone) as stack:
                         for fn in SAMPLES:
                             inits[mode][fn].append(first_next(fn, stack.spawned[fn]) - stack.spawned[fn])
@@ -224,7 +215,7 @@ def measure(cold_starts: int = 5, warm_calls: int = 200) -> dict:
                                 call(stack, fn)
                                 first_calls[fn].append(times.durations[fn][before])
                         if mode == "alone":
-                            bare_inits.append(bare_init(via(stack.emulator), first_next))
+                            bare_inits.append(bare_init(stack, first_next))
             # The allowance covers the warm calls and one counted free call, then 402s.
             last = dict(overrides, FreeAllowancePerDay=warm_calls + 2)
             with Deployment(last, runtime_via=via) as stack:
