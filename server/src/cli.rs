@@ -158,8 +158,8 @@ pub struct ServeOpts {
     /// 429).
     #[arg(long, env = "VERIFIER_HEAVY_PER_CLIENT", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub heavy_per_client: u32,
-    /// Store durability: `sync` (fsync before every answer) or `periodic` (fsync every
-    /// --sync-interval-ms; a crash can lose the last interval's calls).
+    /// Store durability: `sync` (on disk before every answer: the journal's fdatasync) or
+    /// `periodic` (fsync every --sync-interval-ms; a crash can lose the last interval's calls).
     #[arg(long, env = "VERIFIER_DURABILITY", default_value = "sync", value_parser = ["sync", "periodic"])]
     pub durability: String,
     /// With `--durability periodic`: the longest time an answered call waits for its fsync.

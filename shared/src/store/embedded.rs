@@ -1,15 +1,21 @@
-//! The embedded store: one redb file in the data directory.
+//! The embedded store: one redb file in the data directory, and its journal.
 //!
 //! Writes go through one writer thread that applies every waiting request in a single
 //! transaction (group commit); claims are evaluated in order inside the transaction, so the
 //! allowance is exact under any concurrency, and a claim and its outcome commit together.
 //!
-//! [`Durability::Sync`] commits every group with an fsync before any of its calls is answered:
-//! an answered call is on disk. [`Durability::Periodic`] commits groups without an fsync and
-//! makes them durable at most one interval later: far more throughput, but a crash can lose the
-//! calls answered in the last interval (their counts and outcomes together, never one without
-//! the other).
+//! [`Durability::Sync`] makes every group durable before any of its calls is answered: an
+//! answered call is on disk. The group's B-tree commit is not fsynced; its writes go to the
+//! journal ([`super::journal`], one small write and one `fdatasync`, where a durable B-tree
+//! commit writes and flushes about ten pages), and a checkpoint (a durable commit, then a
+//! journal reset) follows at most a second later or when the journal is half full. Opening the
+//! store replays what the journal holds beyond the B-tree's last durable commit, once (each
+//! commit records the journal entry it is). [`Durability::Periodic`] commits groups without an
+//! fsync and makes them durable at most one interval later: more throughput, but a crash can
+//! lose the calls answered in the last interval (their counts and outcomes together, never one
+//! without the other).
 
+use super::journal::{Appended, Entry, Journal};
 use super::{AgentHistory, FreeClaim, Outcome, PaidAnswer, PaymentState, Store, StoreError};
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -49,6 +55,17 @@ const ANSWER_PREFIX: &str = "ANSWER#";
 /// Expired claims removed per write transaction.
 const PRUNE_PER_BATCH: usize = 64;
 
+/// The journal's sequence number the last B-tree commit holds ([`JOURNAL_SEQ`]).
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+const JOURNAL_SEQ: &str = "journal_seq";
+/// The journal's file in the data directory, and its size: with a checkpoint at half of it,
+/// room for thousands of calls between checkpoints.
+const JOURNAL_FILE: &str = "verifier.journal";
+const JOURNAL_BYTES: u64 = 4 * 1024 * 1024;
+/// The longest a write stays in the journal only, before a checkpoint commits the B-tree
+/// durably (under load the journal's half fills first).
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
 /// Most requests applied in one write transaction.
 const MAX_BATCH: usize = 512;
 
@@ -71,48 +88,62 @@ struct AgentStats {
     next_seq: u64,
 }
 
-enum Job {
+/// A write, as the writer applies it and the journal keeps it.
+#[derive(Serialize, Deserialize)]
+enum Op {
     Claim {
         key: String,
         limit: u64,
         outcome: Option<Outcome>,
-        reply: oneshot::Sender<Result<FreeClaim, StoreError>>,
     },
     Record {
         outcome: Outcome,
-        reply: oneshot::Sender<Result<FreeClaim, StoreError>>,
     },
     /// A payment claim; answered `Granted` when first, `Exhausted` when a replay.
     Payment {
         key: String,
         keep_until: i64,
-        reply: oneshot::Sender<Result<FreeClaim, StoreError>>,
     },
     /// Move a payment claim from one state to another; `Granted` when it moved.
     Advance {
         key: String,
         from: PaymentState,
         to: PaymentState,
-        reply: oneshot::Sender<Result<FreeClaim, StoreError>>,
     },
     /// Forget a payment claim that was never settled.
     Release {
         key: String,
-        reply: oneshot::Sender<Result<FreeClaim, StoreError>>,
     },
     /// Keep a paid answer under its payment identifier (the first one stays).
     Answer {
         id: String,
         kept: Vec<u8>,
         keep_until: i64,
-        reply: oneshot::Sender<Result<FreeClaim, StoreError>>,
     },
+}
+
+/// A write waiting for the writer, and where its result goes.
+struct Job {
+    op: Op,
+    reply: oneshot::Sender<Result<FreeClaim, StoreError>>,
 }
 
 /// The embedded (redb) store.
 pub struct EmbeddedStore {
     db: Arc<Database>,
-    jobs: mpsc::Sender<Job>,
+    /// The writer's queue (taken when the store is dropped, which ends the writer).
+    jobs: Option<mpsc::Sender<Job>>,
+    writer: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for EmbeddedStore {
+    /// End the writer after its last checkpoint, so the file is closed when this returns.
+    fn drop(&mut self) {
+        self.jobs.take();
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+    }
 }
 
 /// Create a directory (and its parents) readable by its owner only (mode 0700 on Unix); an
@@ -166,6 +197,16 @@ impl EmbeddedStore {
 
     /// Open (or create) the store with a durability mode.
     pub fn open_with(dir: &Path, durability: Durability) -> Result<Self, StoreError> {
+        Self::open_with_checkpoints(dir, durability, CHECKPOINT_EVERY)
+    }
+
+    /// Open (or create) the store with a durability mode and, with [`Durability::Sync`], the
+    /// longest a write stays in the journal only before a checkpoint (default one second).
+    pub fn open_with_checkpoints(
+        dir: &Path,
+        durability: Durability,
+        checkpoint_every: Duration,
+    ) -> Result<Self, StoreError> {
         create_private_dir(dir).map_err(backend)?;
         let file = dir.join("verifier.redb");
         let db = Arc::new(
@@ -186,57 +227,86 @@ impl EmbeddedStore {
             txn.open_table(PAYMENT_STATES).map_err(backend)?;
             txn.open_table(ANSWERS).map_err(backend)?;
             txn.open_table(DELIVERABLES).map_err(backend)?;
+            txn.open_table(META).map_err(backend)?;
             txn.commit().map_err(backend)?;
         }
+        // Calls answered before an unclean stop whose B-tree commit did not reach the disk.
+        let (mut journal, entries) =
+            Journal::open(&dir.join(JOURNAL_FILE), JOURNAL_BYTES).map_err(backend)?;
+        let last_seq = recover(&db, entries)?;
+        journal.reset().map_err(backend)?;
+        let flushing = match durability {
+            Durability::Sync => Flushing::Journal {
+                journal,
+                next_seq: last_seq + 1,
+                every: checkpoint_every,
+            },
+            Durability::Periodic(every) => Flushing::Periodic(every),
+        };
         let (tx, rx) = mpsc::channel();
         let writer_db = db.clone();
-        std::thread::Builder::new()
+        let writer = std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || writer(writer_db, rx, durability))
+            .spawn(move || writer(writer_db, rx, flushing))
             .map_err(backend)?;
-        Ok(EmbeddedStore { db, jobs: tx })
+        Ok(EmbeddedStore {
+            db,
+            jobs: Some(tx),
+            writer: Some(writer),
+        })
     }
 
-    async fn submit(
-        &self,
-        make: impl FnOnce(oneshot::Sender<Result<FreeClaim, StoreError>>) -> Job,
-    ) -> Result<FreeClaim, StoreError> {
+    async fn submit(&self, op: Op) -> Result<FreeClaim, StoreError> {
         let (reply, answer) = oneshot::channel();
         self.jobs
-            .send(make(reply))
+            .as_ref()
+            .ok_or(StoreError::Unavailable)?
+            .send(Job { op, reply })
             .map_err(|_| StoreError::Unavailable)?;
         answer.await.map_err(|_| StoreError::Unavailable)?
     }
 }
 
-fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>, durability: Durability) {
-    let interval = match durability {
-        Durability::Sync => None,
-        Durability::Periodic(d) => Some(d),
+/// How the writer makes its commits durable.
+enum Flushing {
+    /// Each group is committed without an fsync, then written to the journal (one small write,
+    /// one `fdatasync`) before it is answered; the B-tree is committed durably at checkpoints.
+    Journal {
+        journal: Journal,
+        next_seq: u64,
+        /// The longest a write stays in the journal only.
+        every: Duration,
+    },
+    /// Groups are committed without an fsync and made durable at most this long after.
+    Periodic(Duration),
+}
+
+fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>, mut flushing: Flushing) {
+    let every = match &flushing {
+        Flushing::Journal { every, .. } => *every,
+        Flushing::Periodic(d) => *d,
     };
+    // When the oldest write not yet in a durable B-tree commit was made.
     let mut dirty_since: Option<Instant> = None;
     loop {
-        let first = match interval {
+        let first = match dirty_since {
             None => match rx.recv() {
                 Ok(job) => job,
                 Err(_) => return,
             },
-            Some(every) => {
-                let wait = dirty_since.map_or(every, |t| every.saturating_sub(t.elapsed()));
-                match rx.recv_timeout(wait) {
-                    Ok(job) => job,
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
-                        if dirty_since.is_some() && flush(&db).is_ok() {
-                            dirty_since = None;
-                        }
-                        continue;
+            Some(t) => match rx.recv_timeout(every.saturating_sub(t.elapsed())) {
+                Ok(job) => job,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if checkpoint(&db, &mut flushing) {
+                        dirty_since = None;
                     }
-                    Err(mpsc::RecvTimeoutError::Disconnected) => {
-                        let _ = flush(&db);
-                        return;
-                    }
+                    continue;
                 }
-            }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    checkpoint(&db, &mut flushing);
+                    return;
+                }
+            },
         };
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -245,13 +315,19 @@ fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>, durability: Durability) {
                 Err(_) => break,
             }
         }
-        let durable = match (interval, dirty_since) {
-            (None, _) => true,
-            (Some(every), Some(t)) => t.elapsed() >= every,
-            (Some(_), None) => false,
+        let ops: Vec<&Op> = batch.iter().map(|job| &job.op).collect();
+        let committed = match &mut flushing {
+            Flushing::Journal {
+                journal, next_seq, ..
+            } => commit_journaled(&db, journal, next_seq, &ops),
+            Flushing::Periodic(every) => {
+                let durable = dirty_since.is_some_and(|t| t.elapsed() >= *every);
+                apply(&db, &ops, durable, None).map(|results| (results, durable))
+            }
         };
-        match apply(&db, &batch, durable) {
-            Ok(results) => {
+        drop(ops);
+        match committed {
+            Ok((results, durable)) => {
                 if durable {
                     dirty_since = None;
                 } else {
@@ -267,7 +343,95 @@ fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>, durability: Durability) {
                 }
             }
         }
+        if let Flushing::Journal { journal, .. } = &flushing
+            && (journal.used() >= journal.capacity() / 2
+                || dirty_since.is_some_and(|t| t.elapsed() >= every))
+            && checkpoint(&db, &mut flushing)
+        {
+            dirty_since = None;
+        }
     }
+}
+
+/// Commit `ops` as journal entry `next_seq` (without an fsync of the B-tree), then append them
+/// to the journal; an entry the journal has no room for (or cannot take) is made durable by a
+/// durable B-tree commit instead. The results, and whether the B-tree is now durable.
+fn commit_journaled(
+    db: &Database,
+    journal: &mut Journal,
+    next_seq: &mut u64,
+    ops: &[&Op],
+) -> Result<(Vec<FreeClaim>, bool), String> {
+    let seq = *next_seq;
+    let results = apply(db, ops, false, Some(seq))?;
+    *next_seq += 1;
+    let appended = serde_json::to_vec(ops)
+        .map_err(|e| e.to_string())
+        .and_then(|entry| journal.append(seq, &entry).map_err(|e| e.to_string()));
+    match appended {
+        Ok(Appended::Written) => Ok((results, false)),
+        Ok(Appended::Full) | Err(_) => {
+            if let Err(e) = &appended {
+                tracing::warn!(error = %e, "the store's journal cannot be written; committing durably instead");
+            }
+            flush(db)?;
+            // Everything the journal holds is durable now.
+            if let Err(e) = journal.reset() {
+                tracing::warn!(error = %e, "the store's journal cannot be reset");
+            }
+            Ok((results, true))
+        }
+    }
+}
+
+/// Make every commit durable; with a journal, then reset it. Whether the commit succeeded.
+fn checkpoint(db: &Database, flushing: &mut Flushing) -> bool {
+    if let Err(e) = flush(db) {
+        tracing::error!(error = %e, "the store's checkpoint failed");
+        return false;
+    }
+    if let Flushing::Journal { journal, .. } = flushing
+        && let Err(e) = journal.reset()
+    {
+        // What it holds is in the B-tree now, and a replay skips it.
+        tracing::warn!(error = %e, "the store's journal cannot be reset");
+    }
+    true
+}
+
+/// Apply the journal's entries the B-tree does not hold yet (those after the sequence number
+/// its last commit recorded), then commit durably. The last sequence number applied.
+fn recover(db: &Database, entries: Vec<Entry>) -> Result<u64, StoreError> {
+    let applied = {
+        let txn = db.begin_read().map_err(backend)?;
+        let meta = txn.open_table(META).map_err(backend)?;
+        meta.get(JOURNAL_SEQ)
+            .map_err(backend)?
+            .map_or(0, |g| g.value())
+    };
+    let mut last = applied;
+    for entry in entries.into_iter().filter(|e| e.seq > applied) {
+        if entry.seq != last + 1 {
+            tracing::warn!(
+                expected = last + 1,
+                found = entry.seq,
+                "the store's journal does not follow its database (was verifier.redb replaced?); the rest of it is ignored"
+            );
+            break;
+        }
+        let ops: Vec<Op> = serde_json::from_slice(&entry.payload).map_err(backend)?;
+        let refs: Vec<&Op> = ops.iter().collect();
+        apply(db, &refs, false, Some(entry.seq)).map_err(StoreError::Backend)?;
+        last = entry.seq;
+    }
+    if last > applied {
+        flush(db).map_err(StoreError::Backend)?;
+        tracing::warn!(
+            entries = last - applied,
+            "the store's journal was replayed (writes answered before an unclean stop)"
+        );
+    }
+    Ok(last)
 }
 
 /// An empty durable commit: makes every earlier non-durable commit durable.
@@ -306,24 +470,23 @@ fn prune_payments(
 }
 
 fn reply(job: Job, result: Result<FreeClaim, StoreError>) {
-    let sender = match job {
-        Job::Claim { reply, .. }
-        | Job::Record { reply, .. }
-        | Job::Payment { reply, .. }
-        | Job::Advance { reply, .. }
-        | Job::Release { reply, .. }
-        | Job::Answer { reply, .. } => reply,
-    };
-    let _ = sender.send(result);
+    let _ = job.reply.send(result);
 }
 
-fn apply(db: &Database, batch: &[Job], durable: bool) -> Result<Vec<FreeClaim>, String> {
+/// Apply `ops` in one write transaction, in order; with `seq`, record it as the journal entry
+/// these writes are (in the same transaction, so a replay skips what the file already holds).
+fn apply(
+    db: &Database,
+    ops: &[&Op],
+    durable: bool,
+    seq: Option<u64>,
+) -> Result<Vec<FreeClaim>, String> {
     let mut txn = db.begin_write().map_err(|e| e.to_string())?;
     if !durable {
         txn.set_durability(redb::Durability::None)
             .map_err(|e| e.to_string())?;
     }
-    let mut results = Vec::with_capacity(batch.len());
+    let mut results = Vec::with_capacity(ops.len());
     {
         let mut allowance = txn.open_table(ALLOWANCE).map_err(|e| e.to_string())?;
         let mut agents = txn.open_table(AGENTS).map_err(|e| e.to_string())?;
@@ -335,13 +498,16 @@ fn apply(db: &Database, batch: &[Job], durable: bool) -> Result<Vec<FreeClaim>, 
         let mut deliverables = txn.open_table(DELIVERABLES).map_err(|e| e.to_string())?;
         prune_payments(&mut payments, &mut states, &mut expiry, &mut answers)
             .map_err(|e| e.to_string())?;
-        for job in batch {
-            let (outcome, claim) = match job {
-                Job::Claim {
+        if let Some(seq) = seq {
+            let mut meta = txn.open_table(META).map_err(|e| e.to_string())?;
+            meta.insert(JOURNAL_SEQ, seq).map_err(|e| e.to_string())?;
+        }
+        for op in ops {
+            let (outcome, claim) = match op {
+                Op::Claim {
                     key,
                     limit,
                     outcome,
-                    ..
                 } => {
                     let used = allowance
                         .get(key.as_str())
@@ -356,10 +522,8 @@ fn apply(db: &Database, batch: &[Job], durable: bool) -> Result<Vec<FreeClaim>, 
                         .map_err(|e| e.to_string())?;
                     (outcome.as_ref(), FreeClaim::Granted { used: used + 1 })
                 }
-                Job::Record { outcome, .. } => (Some(outcome), FreeClaim::Granted { used: 0 }),
-                Job::Payment {
-                    key, keep_until, ..
-                } => {
+                Op::Record { outcome } => (Some(outcome), FreeClaim::Granted { used: 0 }),
+                Op::Payment { key, keep_until } => {
                     let seen = payments
                         .get(key.as_str())
                         .map_err(|e| e.to_string())?
@@ -380,7 +544,7 @@ fn apply(db: &Database, batch: &[Job], durable: bool) -> Result<Vec<FreeClaim>, 
                     }
                     continue;
                 }
-                Job::Advance { key, from, to, .. } => {
+                Op::Advance { key, from, to } => {
                     let claimed = payments
                         .get(key.as_str())
                         .map_err(|e| e.to_string())?
@@ -400,7 +564,7 @@ fn apply(db: &Database, batch: &[Job], durable: bool) -> Result<Vec<FreeClaim>, 
                     }
                     continue;
                 }
-                Job::Release { key, .. } => {
+                Op::Release { key } => {
                     states.remove(key.as_str()).map_err(|e| e.to_string())?;
                     let kept = payments
                         .remove(key.as_str())
@@ -414,11 +578,10 @@ fn apply(db: &Database, batch: &[Job], durable: bool) -> Result<Vec<FreeClaim>, 
                     results.push(FreeClaim::Granted { used: 0 });
                     continue;
                 }
-                Job::Answer {
+                Op::Answer {
                     id,
                     kept,
                     keep_until,
-                    ..
                 } => {
                     let present = answers
                         .get(id.as_str())
@@ -489,11 +652,10 @@ impl Store for EmbeddedStore {
         outcome: Option<Outcome>,
     ) -> Result<FreeClaim, StoreError> {
         let key = allowance_key(client, day);
-        self.submit(|reply| Job::Claim {
+        self.submit(Op::Claim {
             key,
             limit,
             outcome,
-            reply,
         })
         .await
     }
@@ -508,20 +670,12 @@ impl Store for EmbeddedStore {
     }
 
     async fn record(&self, outcome: Outcome) -> Result<(), StoreError> {
-        self.submit(|reply| Job::Record { outcome, reply })
-            .await
-            .map(|_| ())
+        self.submit(Op::Record { outcome }).await.map(|_| ())
     }
 
     async fn claim_payment(&self, key: &str, keep_until: i64) -> Result<bool, StoreError> {
         let key = key.to_owned();
-        let claim = self
-            .submit(|reply| Job::Payment {
-                key,
-                keep_until,
-                reply,
-            })
-            .await?;
+        let claim = self.submit(Op::Payment { key, keep_until }).await?;
         Ok(matches!(claim, FreeClaim::Granted { .. }))
     }
 
@@ -532,20 +686,13 @@ impl Store for EmbeddedStore {
         to: PaymentState,
     ) -> Result<bool, StoreError> {
         let key = key.to_owned();
-        let moved = self
-            .submit(|reply| Job::Advance {
-                key,
-                from,
-                to,
-                reply,
-            })
-            .await?;
+        let moved = self.submit(Op::Advance { key, from, to }).await?;
         Ok(matches!(moved, FreeClaim::Granted { .. }))
     }
 
     async fn release_payment(&self, key: &str) -> Result<(), StoreError> {
         let key = key.to_owned();
-        self.submit(|reply| Job::Release { key, reply }).await?;
+        self.submit(Op::Release { key }).await?;
         Ok(())
     }
 
@@ -571,11 +718,10 @@ impl Store for EmbeddedStore {
         })
         .map_err(backend)?;
         let id = id.to_owned();
-        self.submit(|reply| Job::Answer {
+        self.submit(Op::Answer {
             id,
             kept,
             keep_until,
-            reply,
         })
         .await?;
         Ok(())

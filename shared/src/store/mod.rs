@@ -4,6 +4,8 @@
 pub mod dynamo;
 #[cfg(feature = "embedded-store")]
 pub mod embedded;
+#[cfg(feature = "embedded-store")]
+pub mod journal;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -77,7 +79,7 @@ pub struct PaidAnswer {
 /// facilitator settles it, `Settled` once it did. A claim that never reached settlement is
 /// released (forgotten); one whose settlement outcome is unknown stays `Settling`, so the same
 /// payment sent again can take it over ([`Store::advance_payment`]) instead of being a replay.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PaymentState {
     Claimed,
     Settling,
