@@ -426,7 +426,12 @@ fn recover(db: &Database, entries: Vec<Entry>) -> Result<u64, StoreError> {
             );
             break;
         }
-        let ops: Vec<Op> = serde_json::from_slice(&entry.payload).map_err(backend)?;
+        let ops: Vec<Op> = serde_json::from_slice(&entry.payload).map_err(|e| {
+            StoreError::Backend(format!(
+                "entry {} of the store's journal ({JOURNAL_FILE}) cannot be read: {e}",
+                entry.seq
+            ))
+        })?;
         let refs: Vec<&Op> = ops.iter().collect();
         apply(db, &refs, false, Some(entry.seq)).map_err(StoreError::Backend)?;
         last = entry.seq;
