@@ -162,3 +162,44 @@ async fn a_write_too_large_for_the_journal_is_committed_durably_instead() {
     let c = recovered.history("seller-c", 1).await.expect("history");
     assert_eq!(c.passes, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restored_database_never_takes_the_journal_of_the_history_it_replaced() {
+    let live = tempfile::tempdir().expect("tempdir");
+    let backup = tempfile::tempdir().expect("tempdir");
+    let crashed = tempfile::tempdir().expect("tempdir");
+    let store = open(live.path());
+    copy(live.path(), backup.path(), "verifier.redb");
+    // Five writes of one shape: their journal entries have one length.
+    for _ in 0..5 {
+        store
+            .claim_free("203.0.113.7", DAY, 100, Some(outcome("seller-a", true)))
+            .await
+            .expect("claim");
+    }
+    drop(store);
+    // The operator puts the backup back; the journal's sequence starts again where the
+    // backup's was, so the old entries' numbers follow the new ones.
+    copy(backup.path(), live.path(), "verifier.redb");
+    let store = open(live.path());
+    copy(live.path(), crashed.path(), "verifier.redb");
+    let claim = store
+        .claim_free("203.0.113.7", DAY, 100, Some(outcome("seller-a", true)))
+        .await
+        .expect("claim");
+    assert_eq!(claim, FreeClaim::Granted { used: 1 });
+    copy(live.path(), crashed.path(), "verifier.journal");
+    let recovered = open(crashed.path());
+    assert_eq!(
+        recovered.free_used("203.0.113.7", DAY).await.expect("read"),
+        1
+    );
+    assert_eq!(
+        recovered
+            .history("seller-a", 10)
+            .await
+            .expect("history")
+            .passes,
+        1
+    );
+}

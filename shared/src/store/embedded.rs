@@ -129,6 +129,15 @@ impl Op {
     }
 }
 
+/// A group of writes as one transaction applies them and one journal entry keeps them: the
+/// time it was applied at (unix seconds; what expired claims are pruned against, so a replay
+/// prunes as the first application did) and the writes, in order.
+#[derive(Serialize, Deserialize)]
+struct Group<W> {
+    now: i64,
+    ops: Vec<W>,
+}
+
 /// A write waiting for the writer, and where its result goes.
 struct Job {
     op: Op,
@@ -304,9 +313,8 @@ fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>, mut flushing: Flushing) {
             Some(t) => match rx.recv_timeout(every.saturating_sub(t.elapsed())) {
                 Ok(job) => job,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if checkpoint(&db, &mut flushing) {
-                        dirty_since = None;
-                    }
+                    // A failed checkpoint is tried again an interval later, not at once.
+                    dirty_since = (!checkpoint(&db, &mut flushing)).then(Instant::now);
                     continue;
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
@@ -322,17 +330,20 @@ fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>, mut flushing: Flushing) {
                 Err(_) => break,
             }
         }
-        let ops: Vec<&Op> = batch.iter().map(|job| &job.op).collect();
+        let group = Group {
+            now: time::OffsetDateTime::now_utc().unix_timestamp(),
+            ops: batch.iter().map(|job| &job.op).collect(),
+        };
         let committed = match &mut flushing {
             Flushing::Journal {
                 journal, next_seq, ..
-            } => commit_journaled(&db, journal, next_seq, &ops),
+            } => commit_journaled(&db, journal, next_seq, &group),
             Flushing::Periodic(every) => {
                 let durable = dirty_since.is_some_and(|t| t.elapsed() >= *every);
-                apply(&db, &ops, durable, None).map(|results| (results, durable))
+                apply(&db, &group, durable, None).map(|results| (results, durable))
             }
         };
-        drop(ops);
+        drop(group);
         match committed {
             Ok((results, durable)) => {
                 if durable {
@@ -367,12 +378,12 @@ fn commit_journaled(
     db: &Database,
     journal: &mut Journal,
     next_seq: &mut u64,
-    ops: &[&Op],
+    group: &Group<&Op>,
 ) -> Result<(Vec<FreeClaim>, bool), String> {
     let seq = *next_seq;
-    let results = apply(db, ops, false, Some(seq))?;
+    let results = apply(db, group, false, Some(seq))?;
     *next_seq += 1;
-    let appended = serde_json::to_vec(ops)
+    let appended = serde_json::to_vec(group)
         .map_err(|e| e.to_string())
         .and_then(|entry| journal.append(seq, &entry).map_err(|e| e.to_string()));
     match appended {
@@ -382,9 +393,10 @@ fn commit_journaled(
                 tracing::warn!(error = %e, "the store's journal cannot be written; committing durably instead");
             }
             flush(db)?;
-            // Everything the journal holds is durable now.
+            // Everything the journal holds is durable now. A journal that cannot be reset
+            // takes no entries until it can: the groups are committed durably meanwhile.
             if let Err(e) = journal.reset() {
-                tracing::warn!(error = %e, "the store's journal cannot be reset");
+                tracing::warn!(error = %e, "the store's journal cannot be reset; committing durably until it can");
             }
             Ok((results, true))
         }
@@ -400,8 +412,9 @@ fn checkpoint(db: &Database, flushing: &mut Flushing) -> bool {
     if let Flushing::Journal { journal, .. } = flushing
         && let Err(e) = journal.reset()
     {
-        // What it holds is in the B-tree now, and a replay skips it.
-        tracing::warn!(error = %e, "the store's journal cannot be reset");
+        // What it holds is in the B-tree now, and a replay skips it; until a reset succeeds
+        // the groups are committed durably.
+        tracing::warn!(error = %e, "the store's journal cannot be reset; committing durably until it can");
     }
     true
 }
@@ -426,14 +439,17 @@ fn recover(db: &Database, entries: Vec<Entry>) -> Result<u64, StoreError> {
             );
             break;
         }
-        let ops: Vec<Op> = serde_json::from_slice(&entry.payload).map_err(|e| {
+        let group: Group<Op> = serde_json::from_slice(&entry.payload).map_err(|e| {
             StoreError::Backend(format!(
                 "entry {} of the store's journal ({JOURNAL_FILE}) cannot be read: {e}",
                 entry.seq
             ))
         })?;
-        let refs: Vec<&Op> = ops.iter().collect();
-        apply(db, &refs, false, Some(entry.seq)).map_err(StoreError::Backend)?;
+        let group = Group {
+            now: group.now,
+            ops: group.ops.iter().collect(),
+        };
+        apply(db, &group, false, Some(entry.seq)).map_err(StoreError::Backend)?;
         last = entry.seq;
     }
     if last > applied {
@@ -458,8 +474,8 @@ fn prune_payments(
     states: &mut redb::Table<&str, &str>,
     expiry: &mut redb::Table<(i64, &str), ()>,
     answers: &mut redb::Table<&str, &[u8]>,
+    now: i64,
 ) -> Result<(), redb::StorageError> {
-    let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let mut expired: Vec<(i64, String)> = Vec::new();
     for item in expiry
         .range((i64::MIN, "")..(now, ""))?
@@ -485,14 +501,16 @@ fn reply(job: Job, result: Result<FreeClaim, StoreError>) {
     let _ = job.reply.send(result);
 }
 
-/// Apply `ops` in one write transaction, in order; with `seq`, record it as the journal entry
-/// these writes are (in the same transaction, so a replay skips what the file already holds).
+/// Apply a group's writes in one write transaction, in order; with `seq`, record it as the
+/// journal entry these writes are (in the same transaction, so a replay skips what the file
+/// already holds).
 fn apply(
     db: &Database,
-    ops: &[&Op],
+    group: &Group<&Op>,
     durable: bool,
     seq: Option<u64>,
 ) -> Result<Vec<FreeClaim>, String> {
+    let ops = &group.ops;
     let mut txn = db.begin_write().map_err(|e| e.to_string())?;
     if !durable {
         txn.set_durability(redb::Durability::None)
@@ -511,8 +529,14 @@ fn apply(
         // Expired claims matter only to the payment writes (reads check expiry themselves), so
         // only a group with one prunes, first, as before each of its payment writes.
         if ops.iter().any(|op| op.is_payment()) {
-            prune_payments(&mut payments, &mut states, &mut expiry, &mut answers)
-                .map_err(|e| e.to_string())?;
+            prune_payments(
+                &mut payments,
+                &mut states,
+                &mut expiry,
+                &mut answers,
+                group.now,
+            )
+            .map_err(|e| e.to_string())?;
         }
         if let Some(seq) = seq {
             let mut meta = txn.open_table(META).map_err(|e| e.to_string())?;

@@ -2,19 +2,23 @@
 //! write and one `fdatasync`, instead of a B-tree commit's many pages.
 //!
 //! The file has a fixed size, written once with zeros when it is created, so an append
-//! overwrites allocated blocks and its `fdatasync` flushes only the data written. Entries follow
-//! each other from the start of the file: a 16-byte header (payload length, CRC-32 of the
-//! sequence number and the payload, sequence number; little-endian) and the payload. Reading
-//! stops at the first entry that is empty, torn (its CRC does not match) or out of sequence.
-//! Once the store has made the entries durable itself (a checkpoint), the journal is reset:
-//! the first header is zeroed and appends start again at the beginning.
+//! overwrites allocated blocks and its `fdatasync` flushes only the data written. It starts
+//! with a 16-byte header: a format tag and a random salt, new at every reset. Entries follow: a
+//! 16-byte header (payload length, CRC-32 of the salt, the sequence number and the payload,
+//! sequence number; little-endian) and the payload. Reading stops at the first entry that is
+//! empty, torn, out of sequence or written under another salt, so nothing written before the
+//! last reset is ever read again. Once the store has made the entries durable itself (a
+//! checkpoint), the journal is reset. A journal whose reset or append failed is out of order
+//! until a reset succeeds: it takes no entries meanwhile (the store commits durably instead).
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
-/// Bytes of an entry's header.
+/// Bytes of an entry's header, and of the file's.
 const HEADER: usize = 16;
+/// The file header's format tag.
+const FORMAT: &[u8; 8] = b"VJOURNL1";
 
 /// One journal entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,20 +40,41 @@ pub enum Appended {
 pub struct Journal {
     file: File,
     capacity: u64,
+    /// Where the next entry goes.
     end: u64,
+    /// The salt entries are written under.
+    salt: u64,
+    /// False after a failed append or reset, until a reset succeeds.
+    in_order: bool,
 }
 
-fn checksum(seq: u64, payload: &[u8]) -> u32 {
+fn checksum(salt: u64, seq: u64, payload: &[u8]) -> u32 {
     let mut crc = crc32fast::Hasher::new();
+    crc.update(&salt.to_le_bytes());
     crc.update(&seq.to_le_bytes());
     crc.update(payload);
     crc.finalize()
 }
 
-/// The entries at the start of `bytes`, up to the first empty, torn or out-of-sequence one.
+/// The file header's salt; none when the file has no header of this format.
+fn salt_of(bytes: &[u8]) -> Option<u64> {
+    let header = bytes.get(..HEADER)?;
+    if &header[..8] != FORMAT {
+        return None;
+    }
+    let mut salt = [0u8; 8];
+    salt.copy_from_slice(&header[8..16]);
+    Some(u64::from_le_bytes(salt))
+}
+
+/// The entries of the whole file `bytes`, up to the first empty, torn, out-of-sequence or
+/// differently salted one.
 fn parse(bytes: &[u8]) -> Vec<Entry> {
     let mut entries: Vec<Entry> = Vec::new();
-    let mut at = 0usize;
+    let Some(salt) = salt_of(bytes) else {
+        return entries;
+    };
+    let mut at = HEADER;
     while let Some(header) = bytes.get(at..at + HEADER) {
         let word =
             |i: usize| u32::from_le_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]);
@@ -64,7 +89,7 @@ fn parse(bytes: &[u8]) -> Vec<Entry> {
         let in_sequence = entries
             .last()
             .is_none_or(|prev| prev.seq.checked_add(1) == Some(seq));
-        if len == 0 || !in_sequence || checksum(seq, payload) != crc {
+        if len == 0 || !in_sequence || checksum(salt, seq, payload) != crc {
             break;
         }
         entries.push(Entry {
@@ -116,47 +141,72 @@ impl Journal {
             Journal {
                 file,
                 capacity,
-                end: 0,
+                end: HEADER as u64,
+                salt: 0,
+                // Until the caller's reset: the entries read are not durable elsewhere yet.
+                in_order: false,
             },
             entries,
         ))
     }
 
-    /// Append an entry and `fdatasync` it; [`Appended::Full`] when it does not fit (nothing
-    /// is written then).
+    /// Append an entry and `fdatasync` it; [`Appended::Full`] when it does not fit or the
+    /// journal is out of order (nothing is written then). A failed append puts the journal out
+    /// of order.
     pub fn append(&mut self, seq: u64, payload: &[u8]) -> std::io::Result<Appended> {
         let size = (HEADER + payload.len()) as u64;
         let Ok(len) = u32::try_from(payload.len()) else {
             return Ok(Appended::Full);
         };
-        if payload.is_empty() || size > self.capacity - self.end {
+        if !self.in_order || payload.is_empty() || size > self.capacity - self.end {
             return Ok(Appended::Full);
         }
         let mut entry = Vec::with_capacity(HEADER + payload.len());
         entry.extend_from_slice(&len.to_le_bytes());
-        entry.extend_from_slice(&checksum(seq, payload).to_le_bytes());
+        entry.extend_from_slice(&checksum(self.salt, seq, payload).to_le_bytes());
         entry.extend_from_slice(&seq.to_le_bytes());
         entry.extend_from_slice(payload);
-        self.file.seek(SeekFrom::Start(self.end))?;
-        self.file.write_all(&entry)?;
-        self.file.sync_data()?;
+        let written = self.write_at(self.end, &entry);
+        if written.is_err() {
+            self.in_order = false;
+        }
+        written?;
         self.end += size;
         Ok(Appended::Written)
     }
 
-    /// Forget every entry (the store made them durable itself): the first header is zeroed
-    /// on disk, and appends start at the beginning again.
+    /// Forget every entry (the store made them durable itself): a new salt and an empty first
+    /// entry go to disk, and appends start at the beginning again. A failed reset leaves the
+    /// journal out of order.
     pub fn reset(&mut self) -> std::io::Result<()> {
-        self.file.seek(SeekFrom::Start(0))?;
-        self.file.write_all(&[0u8; HEADER])?;
-        self.file.sync_data()?;
-        self.end = 0;
+        self.in_order = false;
+        let mut salt = [0u8; 8];
+        getrandom::fill(&mut salt).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let salt = u64::from_le_bytes(salt);
+        let mut header = [0u8; 2 * HEADER];
+        header[..8].copy_from_slice(FORMAT);
+        header[8..16].copy_from_slice(&salt.to_le_bytes());
+        self.write_at(0, &header)?;
+        self.salt = salt;
+        self.end = HEADER as u64;
+        self.in_order = true;
         Ok(())
     }
 
-    /// Bytes written since the last reset.
+    fn write_at(&mut self, at: u64, bytes: &[u8]) -> std::io::Result<()> {
+        self.file.seek(SeekFrom::Start(at))?;
+        self.file.write_all(bytes)?;
+        self.file.sync_data()
+    }
+
+    /// Bytes of entries written since the last reset.
     pub fn used(&self) -> u64 {
-        self.end
+        self.end - HEADER as u64
+    }
+
+    /// Whether appends are taken (no append or reset failed since the last reset).
+    pub fn in_order(&self) -> bool {
+        self.in_order
     }
 
     /// The file's size.
@@ -173,64 +223,73 @@ mod tests {
         Journal::open(&dir.join("j"), 4096).expect("journal opens")
     }
 
+    fn seqs(dir: &Path) -> Vec<u64> {
+        journal(dir).1.iter().map(|e| e.seq).collect()
+    }
+
     #[test]
     fn entries_survive_reopening_and_a_reset_forgets_them() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (mut j, found) = journal(dir.path());
         assert!(found.is_empty());
-        assert_eq!(
-            std::fs::metadata(dir.path().join("j"))
-                .map(|m| m.len())
-                .ok(),
-            Some(4096)
-        );
+        let size = std::fs::metadata(dir.path().join("j")).map(|m| m.len());
+        assert_eq!(size.ok(), Some(4096));
+        // Out of order until the first reset: what was read is not durable elsewhere yet.
+        assert_eq!(j.append(7, b"first").ok(), Some(Appended::Full));
+        j.reset().expect("reset");
         assert_eq!(j.append(7, b"first").ok(), Some(Appended::Written));
         assert_eq!(j.append(8, b"second").ok(), Some(Appended::Written));
         assert_eq!(j.used(), 2 * 16 + 5 + 6);
         drop(j);
         let (mut j, found) = journal(dir.path());
-        let seqs: Vec<(u64, &[u8])> = found
+        let read: Vec<(u64, &[u8])> = found
             .iter()
             .map(|e| (e.seq, e.payload.as_slice()))
             .collect();
-        assert_eq!(seqs, vec![(7, &b"first"[..]), (8, &b"second"[..])]);
+        assert_eq!(read, vec![(7, &b"first"[..]), (8, &b"second"[..])]);
         j.reset().expect("reset");
         drop(j);
-        assert!(journal(dir.path()).1.is_empty());
+        assert!(seqs(dir.path()).is_empty());
     }
 
     #[test]
-    fn reading_stops_at_a_torn_entry_and_at_stale_entries_after_a_reset() {
+    fn nothing_written_before_a_reset_is_read_again_and_a_torn_entry_ends_the_journal() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (mut j, _) = journal(dir.path());
+        j.reset().expect("reset");
         for seq in 1..=4 {
             j.append(seq, b"0123456789").expect("append");
         }
-        // After a reset, new entries overwrite the first old ones; the old ones after them
-        // are out of sequence and not read.
+        // New entries overwrite the first old ones; the old ones after them are not read,
+        // even when their sequence numbers follow (as after a database restored from a
+        // backup, whose sequence starts lower).
+        j.reset().expect("reset");
+        j.append(1, b"abcdefghij").expect("append");
+        drop(j);
+        assert_eq!(seqs(dir.path()), vec![1]);
+        let (mut j, _) = journal(dir.path());
         j.reset().expect("reset");
         j.append(5, b"abcdefghij").expect("append");
         j.append(6, b"klmnopqrst").expect("append");
         drop(j);
-        let seqs: Vec<u64> = journal(dir.path()).1.iter().map(|e| e.seq).collect();
-        assert_eq!(seqs, vec![5, 6]);
+        assert_eq!(seqs(dir.path()), vec![5, 6]);
         // A torn second entry (one payload byte changed): only the first is read.
         let path = dir.path().join("j");
         let mut bytes = std::fs::read(&path).expect("read");
-        bytes[26 + 16 + 3] ^= 0xff;
+        bytes[16 + 26 + 16 + 3] ^= 0xff;
         std::fs::write(&path, &bytes).expect("write");
-        let seqs: Vec<u64> = journal(dir.path()).1.iter().map(|e| e.seq).collect();
-        assert_eq!(seqs, vec![5]);
+        assert_eq!(seqs(dir.path()), vec![5]);
     }
 
     #[test]
     fn an_entry_that_does_not_fit_is_not_written() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (mut j, _) = journal(dir.path());
+        j.reset().expect("reset");
         assert_eq!(j.append(1, &[1u8; 4000]).ok(), Some(Appended::Written));
         assert_eq!(j.append(2, &[2u8; 100]).ok(), Some(Appended::Full));
         assert_eq!(j.append(2, &[]).ok(), Some(Appended::Full));
         drop(j);
-        assert_eq!(journal(dir.path()).1.len(), 1);
+        assert_eq!(seqs(dir.path()), vec![1]);
     }
 }
