@@ -56,49 +56,44 @@ fn checksum(salt: u64, seq: u64, payload: &[u8]) -> u32 {
     crc.finalize()
 }
 
-/// The file header's salt; none when the file has no header of this format.
-fn salt_of(bytes: &[u8]) -> Option<u64> {
-    let header = bytes.get(..HEADER)?;
-    if &header[..8] != FORMAT {
-        return None;
+/// Read exactly `buf.len()` bytes; false at the end of the file.
+fn read_full(file: &mut File, buf: &mut [u8]) -> std::io::Result<bool> {
+    match file.read_exact(buf) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(e),
     }
-    let mut salt = [0u8; 8];
-    salt.copy_from_slice(&header[8..16]);
-    Some(u64::from_le_bytes(salt))
 }
 
-/// The entries of the whole file `bytes`, up to the first empty, torn, out-of-sequence or
-/// differently salted one.
-fn parse(bytes: &[u8]) -> Vec<Entry> {
+/// The entries of the file (`len` bytes), read from its start up to the first empty, torn,
+/// out-of-sequence or differently salted one: only what they hold is read, not the whole file.
+fn read_entries(file: &mut File, len: u64) -> std::io::Result<Vec<Entry>> {
     let mut entries: Vec<Entry> = Vec::new();
-    let Some(salt) = salt_of(bytes) else {
-        return entries;
-    };
-    let mut at = HEADER;
-    while let Some(header) = bytes.get(at..at + HEADER) {
-        let word =
-            |i: usize| u32::from_le_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]);
-        let len = word(0) as usize;
-        let crc = word(4);
-        let mut seq_bytes = [0u8; 8];
-        seq_bytes.copy_from_slice(&header[8..16]);
-        let seq = u64::from_le_bytes(seq_bytes);
-        let Some(payload) = bytes.get(at + HEADER..at + HEADER + len) else {
-            break;
-        };
+    file.seek(SeekFrom::Start(0))?;
+    let mut header = [0u8; HEADER];
+    if !read_full(file, &mut header)? || &header[..8] != FORMAT {
+        return Ok(entries);
+    }
+    let salt = u64::from_le_bytes(header[8..16].try_into().unwrap_or_default());
+    let mut at = HEADER as u64;
+    while read_full(file, &mut header)? {
+        let len_of = u32::from_le_bytes(header[0..4].try_into().unwrap_or_default()) as u64;
+        let crc = u32::from_le_bytes(header[4..8].try_into().unwrap_or_default());
+        let seq = u64::from_le_bytes(header[8..16].try_into().unwrap_or_default());
         let in_sequence = entries
             .last()
             .is_none_or(|prev| prev.seq.checked_add(1) == Some(seq));
-        if len == 0 || !in_sequence || checksum(salt, seq, payload) != crc {
+        if len_of == 0 || !in_sequence || len_of > len.saturating_sub(at + HEADER as u64) {
             break;
         }
-        entries.push(Entry {
-            seq,
-            payload: payload.to_vec(),
-        });
-        at += HEADER + len;
+        let mut payload = vec![0u8; len_of as usize];
+        if !read_full(file, &mut payload)? || checksum(salt, seq, &payload) != crc {
+            break;
+        }
+        entries.push(Entry { seq, payload });
+        at += HEADER as u64 + len_of;
     }
-    entries
+    Ok(entries)
 }
 
 impl Journal {
@@ -132,11 +127,8 @@ impl Journal {
                 File::open(dir)?.sync_all()?;
             }
         }
-        let mut bytes = Vec::new();
-        file.seek(SeekFrom::Start(0))?;
-        file.read_to_end(&mut bytes)?;
-        let entries = parse(&bytes);
         let capacity = capacity.max(len);
+        let entries = read_entries(&mut file, capacity)?;
         Ok((
             Journal {
                 file,
@@ -202,11 +194,6 @@ impl Journal {
     /// Bytes of entries written since the last reset.
     pub fn used(&self) -> u64 {
         self.end - HEADER as u64
-    }
-
-    /// Whether appends are taken (no append or reset failed since the last reset).
-    pub fn in_order(&self) -> bool {
-        self.in_order
     }
 
     /// The file's size.
