@@ -43,7 +43,10 @@
 #              hashes — checked equal to ours — and an Ed25519 signature; no store), installed
 #              into bench/.venv, run by uvicorn with PEER_WORKERS processes (default: CPUs);
 #              PEER_ROUNDS alternating rounds (default 2) of ours (variant real, store writes and
-#              fsync on) and the peer at PEER_CONNS connections (default 32); prints each ratio
+#              fsync on) and the peer at PEER_CONNS connections (default 32); prints each ratio.
+#              Each round also measures the HTTP floor (server/examples/http_floor.rs: the same
+#              listener and request threads, the body read and our own answer sent back, no work):
+#              the most any server answering this call reaches on this machine under this wrk
 #   BENCH_BIN  the verifier binary to measure (default target/release/verifier), e.g. an older
 #              build, to compare two versions side by side in one session
 #
@@ -75,7 +78,7 @@ for tool in curl python3; do
   command -v "$tool" >/dev/null || { echo "bench.sh needs $tool" >&2; exit 1; }
 done
 
-cargo build --release --locked -p verifier --bin verifier --example dow
+cargo build --release --locked -p verifier --bin verifier --example dow --example http_floor
 bin=${BENCH_BIN:-$PWD/target/release/verifier}
 
 work=$(mktemp -d)
@@ -210,7 +213,7 @@ if [ "$PEER" != 0 ]; then
   [ -x bench/.venv/bin/python ] || python3 -m venv bench/.venv
   bench/.venv/bin/pip install --quiet --disable-pip-version-check -r bench/python-peer/requirements.txt
   body=$work/body-real.json
-  peer_rows=() ratios=()
+  peer_rows=() ratios=() floors=()
   for round in $(seq "$PEER_ROUNDS"); do
     port=$(free_port)
     RUST_LOG=warn "${server_cpu[@]}" "$bin" serve --listen "127.0.0.1:$port" --data-dir "$work/data-peer-$round" \
@@ -235,19 +238,31 @@ assert peer["attestation"]["signature"], "the peer did not sign"
 PY
     read -r p_rps p_p50 p_p99 p_non p_err < <(wrk_run "http://127.0.0.1:$port/verify/schema" "$PEER_CONNS" "$body")
     kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
-    if [ "$o_non" != 0 ] || [ "$o_err" != 0 ] || [ "$p_non" != 0 ] || [ "$p_err" != 0 ]; then failed=1; fi
+
+    port=$(free_port)
+    "${server_cpu[@]}" target/release/examples/http_floor --listen "127.0.0.1:$port" --answer "$work/ours.json" \
+      >"$work/floor.log" 2>&1 &
+    pid=$!
+    await_200 "http://127.0.0.1:$port/verify/schema" "$body"
+    read -r f_rps f_p50 f_p99 f_non f_err < <(wrk_run "http://127.0.0.1:$port/verify/schema" "$PEER_CONNS" "$body")
+    kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+    if [ "$o_non" != 0 ] || [ "$o_err" != 0 ] || [ "$p_non" != 0 ] || [ "$p_err" != 0 ] \
+      || [ "$f_non" != 0 ] || [ "$f_err" != 0 ]; then failed=1; fi
     ratio=$(echo "$o_rps / $p_rps" | bc -l)
     ratios+=("$(printf '%.1f' "$ratio")")
-    printf -v row '| %5s | %10.0f | %7.2f | %7.2f | %10.0f | %7.2f | %7.2f | %6.1fx |' "$round" \
+    floors+=("$(printf '%.0f req/s: ours %.2f, peer %.3f of it' "$f_rps" "$(echo "$o_rps / $f_rps" | bc -l)" "$(echo "$p_rps / $f_rps" | bc -l)")")
+    printf -v row '| %5s | %10.0f | %7.2f | %7.2f | %10.0f | %7.2f | %7.2f | %6.1fx | %10.0f | %7.2f |' "$round" \
       "$o_rps" "$(echo "$o_p50/1000" | bc -l)" "$(echo "$o_p99/1000" | bc -l)" \
-      "$p_rps" "$(echo "$p_p50/1000" | bc -l)" "$(echo "$p_p99/1000" | bc -l)" "$ratio"
+      "$p_rps" "$(echo "$p_p50/1000" | bc -l)" "$(echo "$p_p99/1000" | bc -l)" "$ratio" \
+      "$f_rps" "$(echo "$f_p50/1000" | bc -l)"
     echo "$row"
     peer_rows+=("$row")
   done
-  echo "| round | ours req/s | p50 ms | p99 ms | peer req/s | p50 ms | p99 ms | ratio |"
-  echo "|-------|------------|--------|--------|------------|--------|--------|-------|"
+  echo "| round | ours req/s | p50 ms | p99 ms | peer req/s | p50 ms | p99 ms | ratio | floor req/s | p50 ms |"
+  echo "|-------|------------|--------|--------|------------|--------|--------|-------|-------------|--------|"
   printf '%s\n' "${peer_rows[@]}"
   echo "ours / Python peer: ${ratios[*]} (same body, hashes checked equal; ours writes and fsyncs the allowance and the history, the peer keeps no store)"
+  printf 'HTTP floor (no work, our answer sent back): %s\n' "${floors[@]}"
   if [ "$failed" != 0 ]; then
     echo "FAILED: non-2xx responses or socket errors in the side-by-side run" >&2
     exit 1
