@@ -199,6 +199,33 @@ fn every_event_file_is_in_the_manifest() {
     }
 }
 
+/// Every route the functions serve has a sample event (its API Gateway route key), so
+/// `cargo lambda invoke` and the handler tests cover each one.
+#[test]
+fn every_route_has_a_sample_event() {
+    let mut route_keys = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(events_dir()).expect("events/") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "json") && !path.ends_with("manifest.json") {
+            let event: Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).expect("event"))
+                    .expect("JSON");
+            if let Some(key) = event["routeKey"].as_str() {
+                route_keys.insert(key.to_owned());
+            }
+        }
+    }
+    let missing: Vec<String> = verifier_core::routes::ROUTES
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.path))
+        .filter(|key| !route_keys.contains(key))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "no sample event in events/ for {missing:?}"
+    );
+}
+
 /// The allowance follows API Gateway's `sourceIp`: an IPv6 caller is its /64, so new addresses
 /// in one /64 share one allowance while another /64 has its own; an IPv4 caller is its address.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
