@@ -201,13 +201,10 @@ fn percent_decode(s: &str) -> String {
 pub struct Expansion {
     /// How many nodes the expanded schema has (cycles counted once), at most `budget + 1`.
     pub size: usize,
-    /// Whether some reference leads back into itself (or a dynamic reference may): the
-    /// expansion is then not a finite tree and `size` bounds nothing at validation time.
-    pub cyclic: bool,
 }
 
 /// A schema with every `$ref` followed: how many subschemas it expands to (cycles counted
-/// once, stopping at `budget + 1`) and whether it is cyclic. Validation time grows with the
+/// once, stopping at `budget + 1`). Validation time grows with the
 /// size, and repeated references make it grow exponentially with the schema's size, so the
 /// service caps it.
 pub fn expansion(schema: &Value, index: &SchemaIndex, budget: usize) -> Expansion {
@@ -217,12 +214,9 @@ pub fn expansion(schema: &Value, index: &SchemaIndex, budget: usize) -> Expansio
         budget,
         memo: HashMap::new(),
         active: Vec::new(),
-        cyclic: false,
     };
-    let size = walk.node(schema, 0);
     Expansion {
-        size,
-        cyclic: walk.cyclic,
+        size: walk.node(schema, 0),
     }
 }
 
@@ -232,7 +226,6 @@ struct Expand<'s> {
     budget: usize,
     memo: HashMap<*const Value, usize>,
     active: Vec<*const Value>,
-    cyclic: bool,
 }
 
 impl<'s> Expand<'s> {
@@ -242,7 +235,6 @@ impl<'s> Expand<'s> {
             return *n;
         }
         if self.active.contains(&key) || depth > 256 {
-            self.cyclic = true;
             return 1;
         }
         self.active.push(key);
@@ -261,7 +253,6 @@ impl<'s> Expand<'s> {
                         },
                         ("$dynamicRef" | "$recursiveRef", Value::String(_)) => {
                             // Resolved at validation time, possibly to an enclosing schema.
-                            self.cyclic = true;
                             self.node(self.root, depth + 1)
                         }
                         (_, Value::Object(_) | Value::Array(_)) => self.node(v, depth + 1),
