@@ -69,6 +69,25 @@ const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 /// Most requests applied in one write transaction.
 const MAX_BATCH: usize = 512;
 
+/// A group commit or checkpoint that takes longer is logged: every call waiting on the store
+/// waited that long (a slow or stalled disk).
+const SLOW_COMMIT: Duration = Duration::from_millis(100);
+
+/// Run `commit`, and warn when it took [`SLOW_COMMIT`] or longer.
+fn warn_if_slow<T>(what: &'static str, commit: impl FnOnce() -> T) -> T {
+    let started = Instant::now();
+    let result = commit();
+    let took = started.elapsed();
+    if took >= SLOW_COMMIT {
+        tracing::warn!(
+            what,
+            ms = took.as_millis() as u64,
+            "the store's disk was slow: every call waiting on the store waited this long"
+        );
+    }
+    result
+}
+
 #[derive(Serialize, Deserialize)]
 struct KeptAnswer {
     answer: PaidAnswer,
@@ -334,7 +353,7 @@ fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>, mut flushing: Flushing) {
             now: time::OffsetDateTime::now_utc().unix_timestamp(),
             ops: batch.iter().map(|job| &job.op).collect(),
         };
-        let committed = match &mut flushing {
+        let committed = warn_if_slow("group commit", || match &mut flushing {
             Flushing::Journal {
                 journal, next_seq, ..
             } => commit_journaled(&db, journal, next_seq, &group),
@@ -342,7 +361,7 @@ fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>, mut flushing: Flushing) {
                 let durable = dirty_since.is_some_and(|t| t.elapsed() >= *every);
                 apply(&db, &group, durable, None).map(|results| (results, durable))
             }
-        };
+        });
         drop(group);
         match committed {
             Ok((results, durable)) => {
@@ -405,7 +424,7 @@ fn commit_journaled(
 
 /// Make every commit durable; with a journal, then reset it. Whether the commit succeeded.
 fn checkpoint(db: &Database, flushing: &mut Flushing) -> bool {
-    if let Err(e) = flush(db) {
+    if let Err(e) = warn_if_slow("checkpoint", || flush(db)) {
         tracing::error!(error = %e, "the store's checkpoint failed");
         return false;
     }
@@ -794,5 +813,60 @@ impl Store for EmbeddedStore {
             last_seen: stats.last_seen,
             recent: list,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// The log lines written while `f` runs on this thread.
+    fn logged(f: impl FnOnce()) -> String {
+        #[derive(Clone)]
+        struct Lines(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Lines {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().expect("log buffer").extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let lines = Lines(Arc::new(Mutex::new(Vec::new())));
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, f);
+        let bytes = lines.0.lock().expect("log buffer").clone();
+        String::from_utf8(bytes).expect("UTF-8 log")
+    }
+
+    #[test]
+    fn a_slow_commit_is_logged_with_its_duration_and_a_fast_one_is_not() {
+        let slow = logged(|| {
+            let answer = warn_if_slow("checkpoint", || {
+                std::thread::sleep(SLOW_COMMIT + Duration::from_millis(20));
+                7
+            });
+            assert_eq!(answer, 7);
+        });
+        assert!(slow.contains("the store's disk was slow"), "{slow}");
+        assert!(slow.contains("what=\"checkpoint\""), "{slow}");
+        let ms: u64 = slow
+            .split("ms=")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .expect("the duration in ms");
+        assert!(ms >= 120, "{slow}");
+
+        let fast = logged(|| {
+            warn_if_slow("group commit", || ());
+        });
+        assert!(fast.is_empty(), "{fast}");
     }
 }
