@@ -8,7 +8,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    function_common::lambda::run(function_common::lambda::WarmUp::Nothing, |services, _| {
+    function_common::lambda::run(function_common::lambda::Nothing, |services, _| {
         discovery_function::router(services)
     })
     .await

@@ -11,7 +11,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     function_common::lambda::run(
-        function_common::lambda::WarmUp::SchemaEngine,
+        function_common::lambda::SchemaEngine,
         |services, settings| {
             let access = McpAccess::behind_gateway(
                 &services.config.public_url,
