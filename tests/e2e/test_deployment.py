@@ -126,7 +126,13 @@ def test_the_mcp_client_in_both_eras(stack, tmp_path):
 def test_discovery_documents_are_served_by_their_function(stack):
     for path in ("/llms.txt", "/llms-full.txt", "/openapi.json", "/.well-known/agent-card.json",
                  "/.well-known/x402.json", "/server.json", "/docs"):
-        r = httpx.get(stack.url + path, timeout=30)
+        try:
+            r = httpx.get(stack.url + path, timeout=30)
+        except httpx.TimeoutException as e:
+            # Once seen in CI and not since: say which document and what the emulator logged.
+            raise AssertionError(f"GET {path}: no answer within 30 s; discovery log: "
+                                 f"{stack.log('discovery')[-1000:]!r}; emulator log: "
+                                 f"{stack.log('emulator')[-2000:]!r}") from e
         assert r.status_code == 200, (path, r.status_code, r.text[:200])
     # The documents name the API's URL (the PublicUrl parameter).
     card = httpx.get(stack.url + "/.well-known/agent-card.json", timeout=30)
