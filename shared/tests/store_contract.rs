@@ -22,6 +22,19 @@ async fn dynamo() -> Option<Arc<dyn Store>> {
     Some(Arc::new(store))
 }
 
+/// The UTC day `offset` days from today (`YYYY-MM-DD`), as allowances are keyed. Not a fixed
+/// date: an allowance row expires two days after its day, and DynamoDB Local deletes rows past
+/// their TTL, so a fixed date's rows start vanishing mid-test once it is three days old.
+fn utc_day(offset: i64) -> String {
+    let date = time::OffsetDateTime::now_utc().date() + time::Duration::days(offset);
+    format!(
+        "{:04}-{:02}-{:02}",
+        date.year(),
+        u8::from(date.month()),
+        date.day()
+    )
+}
+
 fn embedded() -> (Arc<dyn Store>, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
     (
@@ -68,7 +81,7 @@ async fn allowance_is_exact_under_concurrency(store: Arc<dyn Store>) {
             tokio::spawn(async move {
                 let o = (i % 2 == 0)
                     .then(|| outcome("agent-conc", true, "2026-12-03T10:00:00.000000+00:00"));
-                store.claim_free("10.0.0.1", "2026-12-03", 20, o).await
+                store.claim_free("10.0.0.1", &utc_day(0), 20, o).await
             })
         })
         .collect();
@@ -89,7 +102,7 @@ async fn allowance_is_exact_under_concurrency(store: Arc<dyn Store>) {
     assert_eq!((granted, exhausted), (20, 80));
     assert_eq!(
         store
-            .free_used("10.0.0.1", "2026-12-03")
+            .free_used("10.0.0.1", &utc_day(0))
             .await
             .expect("used"),
         20
@@ -102,7 +115,7 @@ async fn allowance_is_exact_under_concurrency(store: Arc<dyn Store>) {
 contract!(allowance_is_exact_under_concurrency);
 
 async fn claims_record_outcomes_and_exhausted_claims_record_nothing(store: Arc<dyn Store>) {
-    let day = "2026-12-04";
+    let day = &utc_day(0);
     let o1 = outcome("agent-h", true, "2026-12-04T01:00:00.000000+00:00");
     let o2 = outcome("agent-h", false, "2026-12-04T02:00:00.000000+00:00");
     let o3 = outcome("agent-h", true, "2026-12-04T03:00:00.000000+00:00");
@@ -130,7 +143,7 @@ async fn claims_record_outcomes_and_exhausted_claims_record_nothing(store: Arc<d
     // Another day and another client have their own allowance.
     assert_eq!(
         store
-            .claim_free("c1", "2026-12-05", 2, None)
+            .claim_free("c1", &utc_day(1), 2, None)
             .await
             .expect("claim"),
         FreeClaim::Granted { used: 1 }
@@ -163,7 +176,7 @@ async fn fifty_concurrent_outcomes_of_one_agent_are_all_counted(store: Arc<dyn S
                 store
                     .claim_free(
                         &format!("client-{i}"),
-                        "2026-12-03",
+                        &utc_day(0),
                         5,
                         Some(outcome("agent-50", true, &at)),
                     )
@@ -283,7 +296,7 @@ async fn a_signed_deliverable_counts_once(store: Arc<dyn Store>) {
     let d2 = format!("{:064x}", uuid::Uuid::new_v4().as_u128());
     for _ in 0..3 {
         let claim = store
-            .claim_free(&client, "2026-12-04", 100, Some(signed(&d1, false)))
+            .claim_free(&client, &utc_day(0), 100, Some(signed(&d1, false)))
             .await
             .expect("claim");
         assert!(matches!(claim, FreeClaim::Granted { .. }), "{claim:?}");
@@ -294,7 +307,7 @@ async fn a_signed_deliverable_counts_once(store: Arc<dyn Store>) {
     let h = store.history(&agent, 10).await.expect("history");
     assert_eq!((h.passes, h.fails, h.recent.len()), (1, 1, 2));
     assert_eq!(
-        store.free_used(&client, "2026-12-04").await.expect("used"),
+        store.free_used(&client, &utc_day(0)).await.expect("used"),
         3,
         "the free calls are used even when the outcome is not counted again"
     );
@@ -312,7 +325,7 @@ async fn the_counts_keep_paid_verifications_and_checks(store: Arc<dyn Store>) {
         ..outcome(&agent, true, at)
     };
     let claim = store
-        .claim_free(&client, "2026-12-04", 5, Some(free))
+        .claim_free(&client, &utc_day(0), 5, Some(free))
         .await
         .expect("claim");
     assert!(matches!(claim, FreeClaim::Granted { .. }), "{claim:?}");
