@@ -26,13 +26,7 @@ async fn dynamo() -> Option<Arc<dyn Store>> {
 /// date: an allowance row expires two days after its day, and DynamoDB Local deletes rows past
 /// their TTL, so a fixed date's rows start vanishing mid-test once it is three days old.
 fn utc_day(offset: i64) -> String {
-    let date = time::OffsetDateTime::now_utc().date() + time::Duration::days(offset);
-    format!(
-        "{:04}-{:02}-{:02}",
-        date.year(),
-        u8::from(date.month()),
-        date.day()
-    )
+    verifier_core::clock::utc_day(time::OffsetDateTime::now_utc() + time::Duration::days(offset))
 }
 
 fn embedded() -> (Arc<dyn Store>, tempfile::TempDir) {

@@ -196,18 +196,11 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// A schema with every `$ref` followed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Expansion {
-    /// How many nodes the expanded schema has (cycles counted once), at most `budget + 1`.
-    pub size: usize,
-}
-
 /// A schema with every `$ref` followed: how many subschemas it expands to (cycles counted
 /// once, stopping at `budget + 1`). Validation time grows with the
 /// size, and repeated references make it grow exponentially with the schema's size, so the
 /// service caps it.
-pub fn expansion(schema: &Value, index: &SchemaIndex, budget: usize) -> Expansion {
+pub fn expansion(schema: &Value, index: &SchemaIndex, budget: usize) -> usize {
     let mut walk = Expand {
         root: schema,
         index,
@@ -215,9 +208,7 @@ pub fn expansion(schema: &Value, index: &SchemaIndex, budget: usize) -> Expansio
         memo: HashMap::new(),
         active: Vec::new(),
     };
-    Expansion {
-        size: walk.node(schema, 0),
-    }
+    walk.node(schema, 0)
 }
 
 struct Expand<'s> {

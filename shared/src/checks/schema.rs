@@ -167,7 +167,7 @@ impl CompiledSchema {
             Draft::Draft4 | Draft::Draft6 | Draft::Draft7
         ));
         let index = SchemaIndex::build(&schema, draft, formats);
-        if expansion(&schema, &index, MAX_EXPANDED_SUBSCHEMAS).size > MAX_EXPANDED_SUBSCHEMAS {
+        if expansion(&schema, &index, MAX_EXPANDED_SUBSCHEMAS) > MAX_EXPANDED_SUBSCHEMAS {
             return Err(SchemaError::TooComplex.into());
         }
         let before = meter.total();
