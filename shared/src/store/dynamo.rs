@@ -20,7 +20,10 @@
 //! wrong count or a lost outcome. Each transaction carries a client request token, so an SDK
 //! retry of a request that did commit is not applied twice.
 
-use super::{AgentHistory, FreeClaim, Outcome, PaidAnswer, PaymentState, Store, StoreError};
+use super::{
+    ALLOWANCE_KEEP_DAYS, AgentHistory, FreeClaim, Outcome, PaidAnswer, PaymentState, Store,
+    StoreError,
+};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
@@ -34,8 +37,6 @@ use std::time::Duration;
 
 /// Attempts of a transaction that keeps conflicting with concurrent writers.
 const CONFLICT_ATTEMPTS: u32 = 12;
-/// Days an allowance item is kept after its day (then DynamoDB's TTL removes it).
-const ALLOWANCE_KEEP_DAYS: i64 = 2;
 
 /// The DynamoDB adapter.
 #[derive(Clone)]

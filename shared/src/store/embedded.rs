@@ -15,6 +15,8 @@
 //! lose the calls answered in the last interval (their counts and outcomes together, never one
 //! without the other).
 
+mod allowance;
+
 use super::journal::{Appended, Entry, Journal};
 use super::{AgentHistory, FreeClaim, Outcome, PaidAnswer, PaymentState, Store, StoreError};
 use async_trait::async_trait;
@@ -35,7 +37,6 @@ pub enum Durability {
     Periodic(Duration),
 }
 
-const ALLOWANCE: TableDefinition<&str, u64> = TableDefinition::new("allowance");
 const AGENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("agents");
 const OUTCOMES: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("outcomes");
 /// Claimed payments: identity → unix second until which it is kept.
@@ -215,10 +216,6 @@ fn backend<E: std::fmt::Display>(e: E) -> StoreError {
     StoreError::Backend(e.to_string())
 }
 
-fn allowance_key(client: &str, day: &str) -> String {
-    format!("{client}|{day}")
-}
-
 /// redb's page cache. Its default (1 GiB) lets the resident set grow with every history
 /// record written; the hot pages (allowance items, agent counters, the newest outcomes) fit in
 /// a few MiB, and the OS page cache keeps the rest of the file close.
@@ -254,7 +251,7 @@ impl EmbeddedStore {
         make_private(&file).map_err(backend)?;
         {
             let txn = db.begin_write().map_err(backend)?;
-            txn.open_table(ALLOWANCE).map_err(backend)?;
+            txn.open_table(allowance::ALLOWANCE).map_err(backend)?;
             txn.open_table(AGENTS).map_err(backend)?;
             txn.open_table(OUTCOMES).map_err(backend)?;
             txn.open_table(PAYMENTS).map_err(backend)?;
@@ -263,7 +260,14 @@ impl EmbeddedStore {
             txn.open_table(ANSWERS).map_err(backend)?;
             txn.open_table(DELIVERABLES).map_err(backend)?;
             txn.open_table(META).map_err(backend)?;
+            let moved = allowance::migrate(&txn).map_err(backend)?;
             txn.commit().map_err(backend)?;
+            if moved > 0 {
+                tracing::info!(
+                    rows = moved,
+                    "the free allowance's rows are now kept by day"
+                );
+            }
         }
         // Calls answered before an unclean stop whose B-tree commit did not reach the disk.
         let (mut journal, entries) =
@@ -516,6 +520,27 @@ fn prune_payments(
     Ok(())
 }
 
+/// Before a group's claims, drop rows of the days their latest day no longer keeps: at most
+/// [`allowance::PRUNE_PER_GROUP`] more than the group has claims.
+fn prune_allowance(
+    allowance: &mut redb::Table<(&str, &str), u64>,
+    ops: &[&Op],
+) -> Result<(), redb::StorageError> {
+    let days = ops.iter().filter_map(|op| match op {
+        Op::Claim { key, .. } => allowance::split_claim_key(key).map(|(day, _)| day),
+        _ => None,
+    });
+    let (mut claims, mut latest) = (0, None);
+    for day in days {
+        claims += 1;
+        latest = latest.max(Some(day));
+    }
+    if let Some(first_kept) = latest.and_then(allowance::first_kept_day) {
+        allowance::prune(allowance, &first_kept, allowance::PRUNE_PER_GROUP + claims)?;
+    }
+    Ok(())
+}
+
 fn reply(job: Job, result: Result<FreeClaim, StoreError>) {
     let _ = job.reply.send(result);
 }
@@ -537,7 +562,9 @@ fn apply(
     }
     let mut results = Vec::with_capacity(ops.len());
     {
-        let mut allowance = txn.open_table(ALLOWANCE).map_err(|e| e.to_string())?;
+        let mut allowance = txn
+            .open_table(allowance::ALLOWANCE)
+            .map_err(|e| e.to_string())?;
         let mut agents = txn.open_table(AGENTS).map_err(|e| e.to_string())?;
         let mut outcomes = txn.open_table(OUTCOMES).map_err(|e| e.to_string())?;
         let mut payments = txn.open_table(PAYMENTS).map_err(|e| e.to_string())?;
@@ -557,6 +584,7 @@ fn apply(
             )
             .map_err(|e| e.to_string())?;
         }
+        prune_allowance(&mut allowance, ops).map_err(|e| e.to_string())?;
         if let Some(seq) = seq {
             let mut meta = txn.open_table(META).map_err(|e| e.to_string())?;
             meta.insert(JOURNAL_SEQ, seq).map_err(|e| e.to_string())?;
@@ -568,17 +596,17 @@ fn apply(
                     limit,
                     outcome,
                 } => {
+                    let row =
+                        allowance::split_claim_key(key).ok_or("a free claim's key has no day")?;
                     let used = allowance
-                        .get(key.as_str())
+                        .get(row)
                         .map_err(|e| e.to_string())?
                         .map_or(0, |g| g.value());
                     if used >= *limit {
                         results.push(FreeClaim::Exhausted { used });
                         continue;
                     }
-                    allowance
-                        .insert(key.as_str(), used + 1)
-                        .map_err(|e| e.to_string())?;
+                    allowance.insert(row, used + 1).map_err(|e| e.to_string())?;
                     (outcome.as_ref(), FreeClaim::Granted { used: used + 1 })
                 }
                 Op::Record { outcome } => (Some(outcome), FreeClaim::Granted { used: 0 }),
@@ -710,7 +738,7 @@ impl Store for EmbeddedStore {
         limit: u64,
         outcome: Option<Outcome>,
     ) -> Result<FreeClaim, StoreError> {
-        let key = allowance_key(client, day);
+        let key = allowance::claim_key(client, day);
         self.submit(Op::Claim {
             key,
             limit,
@@ -721,9 +749,9 @@ impl Store for EmbeddedStore {
 
     async fn free_used(&self, client: &str, day: &str) -> Result<u64, StoreError> {
         let txn = self.db.begin_read().map_err(backend)?;
-        let table = txn.open_table(ALLOWANCE).map_err(backend)?;
+        let table = txn.open_table(allowance::ALLOWANCE).map_err(backend)?;
         Ok(table
-            .get(allowance_key(client, day).as_str())
+            .get((day, client))
             .map_err(backend)?
             .map_or(0, |g| g.value()))
     }
