@@ -164,7 +164,7 @@ pub const ROUTES: &[Route] = &[
     route(
         "GET",
         "/.well-known/x402.json",
-        Function::Discovery,
+        Function::Verify,
         Pricing::Free,
         "x402 per-origin discovery manifest (draft well-known-discovery): items with accepts, input and output",
     ),
@@ -192,7 +192,7 @@ pub const ROUTES: &[Route] = &[
     route(
         "GET",
         "/llms-full.txt",
-        Function::Discovery,
+        Function::Verify,
         Pricing::Free,
         "The service described for agents, with full worked examples",
     ),

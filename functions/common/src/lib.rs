@@ -5,6 +5,7 @@ pub mod body;
 pub mod client;
 pub mod cors;
 pub mod lambda;
+pub mod linked_code;
 pub mod respond;
 
 pub use client::client_address;

@@ -2,6 +2,11 @@
 //! generated from the route table, the configuration and the key ring: the agent card, the
 //! x402 manifest, the API catalog, llms.txt, the JSON index, the OpenAPI description and the
 //! interactive docs (Swagger UI served from the crate, no CDN).
+//!
+//! Two of them, `/llms-full.txt` and `/.well-known/x402.json`, show the engine's own signed
+//! answers to their example requests, so computing them links the schema engine: they are in
+//! [`signed_examples_router`], which the verify function serves (it links the engine anyway),
+//! and the discovery package stays without it (issue 17's package size).
 
 pub mod card;
 pub mod catalog;
@@ -107,6 +112,15 @@ where
     get(handler).fallback(respond::method_not_allowed)
 }
 
+/// The documents whose examples are the engine's signed answers (served by the verify
+/// function; the local server merges both routers).
+pub fn signed_examples_router(services: Arc<Services>) -> Router {
+    Router::new()
+        .route("/.well-known/x402.json", page(x402_origin_manifest))
+        .route("/llms-full.txt", page(llms_full_txt))
+        .with_state(services)
+}
+
 /// The function's router.
 pub fn router(services: Arc<Services>) -> Router {
     Router::new()
@@ -115,11 +129,9 @@ pub fn router(services: Arc<Services>) -> Router {
         .route("/.well-known/agent-card.json", page(agent_card))
         .route("/.well-known/agent.json", page(legacy_agent_card))
         .route("/.well-known/x402", page(x402_manifest))
-        .route("/.well-known/x402.json", page(x402_origin_manifest))
         .route("/server.json", page(mcp_registry_entry))
         .route("/.well-known/api-catalog", page(api_catalog))
         .route("/llms.txt", page(llms_txt))
-        .route("/llms-full.txt", page(llms_full_txt))
         .route("/openapi.json", page(openapi_json))
         .with_state(services.clone())
         .merge(docs::router(services))

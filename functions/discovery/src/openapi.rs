@@ -148,7 +148,7 @@ fn operation(s: &Services, r: &Route) -> Value {
     });
     let mut responses = Map::new();
     match (r.function, r.path) {
-        (Function::Verify, _) => {
+        (Function::Verify, p) if p.starts_with("/verify") => {
             op["requestBody"] = json!({"required": false, "content": json_content(schema_ref("VerifyRequest")),
                 "description": "The request. An empty body is an x402 discovery probe (402)."});
             op["parameters"] = json!([payment_header_param()]);
@@ -215,7 +215,8 @@ fn operation(s: &Services, r: &Route) -> Value {
                 responses.insert(code.into(), json!({"description": what}));
             }
         }
-        (Function::Discovery, path) => {
+        // The documents (served by the discovery function, two of them by verify).
+        (_, path) => {
             let (kind, schema) = match path {
                 "/llms.txt" | "/llms-full.txt" => ("text/plain", json!({"type": "string"})),
                 "/docs" => ("text/html", json!({"type": "string"})),

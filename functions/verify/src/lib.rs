@@ -1,4 +1,6 @@
-//! The verify function: `POST /verify/schema` and `POST /verify/deliverable`.
+//! The verify function: `POST /verify/schema` and `POST /verify/deliverable`, and the two
+//! discovery documents whose examples are the engine's signed answers (`/llms-full.txt`,
+//! `/.well-known/x402.json`; built by the discovery crate, served here where the engine is).
 //!
 //! [`router`] is what both the Lambda main and the local server run.
 
@@ -20,5 +22,6 @@ pub fn router(services: Arc<Services>) -> Router {
             "/verify/deliverable",
             post(handler::verify_deliverable).fallback(handler::method_not_allowed),
         )
-        .with_state(services)
+        .with_state(services.clone())
+        .merge(discovery_function::signed_examples_router(services))
 }
