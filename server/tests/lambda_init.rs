@@ -111,7 +111,7 @@ async fn init_loads_the_ssm_key_and_serves_on_dynamodb() {
     };
 
     // No key yet: init fails loudly, there is no fallback.
-    let err = Init::new(settings.clone())
+    let err = Init::new::<function_common::lambda::Dynamo>(settings.clone())
         .await
         .err()
         .expect("init without a key");
@@ -122,7 +122,9 @@ async fn init_loads_the_ssm_key_and_serves_on_dynamodb() {
     let rotation = verifier_core::ssm_keys::rotate(&ssm, &keys, &kms_key_id)
         .await
         .expect("first key");
-    let init = Init::new(settings).await.expect("init");
+    let init = Init::new::<function_common::lambda::Dynamo>(settings)
+        .await
+        .expect("init");
     assert_eq!(init.keys.current().key_version(), rotation.key_version);
 
     // The public URL comes from the request context when it is not configured.

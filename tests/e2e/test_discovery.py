@@ -140,8 +140,8 @@ def test_docs_serve_every_file_the_page_loads_and_nothing_else(server):
 
     page = httpx.get(server.url + "/docs/").text
     linked = re.findall(r'(?:href|src)="(?:\./)?([^"]+)"', page)
-    assert {"swagger-ui.css", "index.css", "swagger-ui-bundle.js",
-            "swagger-ui-standalone-preset.js", "swagger-initializer.js"} <= set(linked), linked
+    assert {"swagger-ui.css", "index.css", "swagger-ui-bundle.js", "swagger-initializer.js"} <= set(linked), linked
+    assert "swagger-ui-standalone-preset.js" not in linked  # the base layout needs no preset
     kinds = {".css": "text/css", ".js": "text/javascript", ".png": "image/png"}
     for name in linked:
         resp = httpx.get(f"{server.url}/docs/{name}")
@@ -150,7 +150,8 @@ def test_docs_serve_every_file_the_page_loads_and_nothing_else(server):
         assert resp.content, name
     assert '"/openapi.json"' in httpx.get(server.url + "/docs/swagger-initializer.js").text
     # Swagger UI's other builds are not in the package (the page never loads them).
-    for unused in ("swagger-ui-es-bundle.js", "swagger-ui-es-bundle-core.js", "swagger-ui.js"):
+    for unused in ("swagger-ui-es-bundle.js", "swagger-ui-es-bundle-core.js", "swagger-ui.js",
+                   "swagger-ui-standalone-preset.js"):
         assert_error(httpx.get(f"{server.url}/docs/{unused}"), 404, "not_found")
 
 

@@ -20,7 +20,9 @@ use verifier_core::payments::{FacilitatorSettings, PaymentGate};
 use verifier_core::service::Services;
 use verifier_core::service::pool::{PoolConfig, WorkPool};
 use verifier_core::ssm_keys::{KeyParams, SsmKeys};
+use verifier_core::store::Store;
 use verifier_core::store::dynamo::DynamoStore;
+use verifier_core::store::no_table::NoTable;
 use verifier_core::{ClientAddr, Engine, EngineConfig};
 
 /// Why a function cannot start.
@@ -164,7 +166,7 @@ impl LambdaSettings {
 pub struct Init {
     pub settings: LambdaSettings,
     pub keys: Arc<SsmKeys>,
-    pub store: Arc<DynamoStore>,
+    pub store: Arc<dyn Store>,
     pub facilitator: FacilitatorSettings,
     /// The Solana fee payer: configured, or learnt from the facilitator at init.
     pub solana_fee_payer: Option<String>,
@@ -174,8 +176,8 @@ impl Init {
     /// Build the SDK clients, load the key and the facilitator secret (one SSM call), start
     /// the refresh, and learn the Solana fee payer when Solana is offered and none is
     /// configured (one facilitator call, bounded by
-    /// [`SUPPORTED_WAIT`](verifier_core::payments::gate::SUPPORTED_WAIT)).
-    pub async fn new(settings: LambdaSettings) -> Result<Self, InitError> {
+    /// [`SUPPORTED_WAIT`](verifier_core::payments::gate::SUPPORTED_WAIT)). `T`: the store.
+    pub async fn new<T: Table>(settings: LambdaSettings) -> Result<Self, InitError> {
         let sdk = verifier_core::tls::aws_sdk_config().await?;
         let ssm = aws_sdk_ssm::Client::new(&sdk);
         let (keys, key_secret) = SsmKeys::load_with_secret(
@@ -200,10 +202,7 @@ impl Init {
             .refresh_supported(settings.config.pay_to_solana.as_deref())
             .await;
         Ok(Init {
-            store: Arc::new(DynamoStore::new(
-                aws_sdk_dynamodb::Client::new(&sdk),
-                &settings.table,
-            )),
+            store: T::store(&sdk, &settings.table),
             keys,
             facilitator,
             solana_fee_payer: payments.fee_payer(),
@@ -317,11 +316,41 @@ impl WarmUp for Nothing {
     const WORK: Option<fn()> = None;
 }
 
+/// The store a function's services carry: a type, as [`WarmUp`] is, so a function without
+/// a table does not link the DynamoDB client (0.2 MB of discovery's zipped package).
+pub trait Table {
+    /// The store over the table `name`.
+    fn store(sdk: &aws_config::SdkConfig, name: &str) -> Arc<dyn Store>;
+}
+
+/// The DynamoDB table: verify, score and mcp.
+#[derive(Debug, Clone, Copy)]
+pub struct Dynamo;
+
+impl Table for Dynamo {
+    fn store(sdk: &aws_config::SdkConfig, name: &str) -> Arc<dyn Store> {
+        Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(sdk), name))
+    }
+}
+
+/// No table: discovery, whose documents read and write nothing (its IAM policy grants no
+/// DynamoDB action); a store call fails, saying so ([`NoTable`]).
+#[derive(Debug, Clone, Copy)]
+pub struct WithoutTable;
+
+impl Table for WithoutTable {
+    fn store(_sdk: &aws_config::SdkConfig, _name: &str) -> Arc<dyn Store> {
+        Arc::new(NoTable)
+    }
+}
+
 /// Run a function on Lambda: init (failing loudly), then serve every invocation with the
 /// router `build` makes (built on the first request when the public URL is not configured).
-pub async fn run<W, F>(_warm_up: W, build: F) -> Result<(), lambda_http::Error>
+/// `W`: what init warms up; `T`: the store.
+pub async fn run<W, T, F>(_warm_up: W, _table: T, build: F) -> Result<(), lambda_http::Error>
 where
     W: WarmUp,
+    T: Table,
     F: Fn(Arc<Services>, &LambdaSettings) -> Router + Send + Sync + 'static,
 {
     let build = Arc::new(build);
@@ -330,7 +359,7 @@ where
         LambdaSettings::from_env().inspect_err(|e| tracing::error!(error = %e, "init failed"))?;
     let warming = W::WORK.map(tokio::task::spawn_blocking);
     let init = Arc::new(
-        Init::new(settings)
+        Init::new::<T>(settings)
             .await
             .inspect_err(|e| tracing::error!(error = %e, "init failed"))?,
     );

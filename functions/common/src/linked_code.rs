@@ -1,5 +1,5 @@
-//! What a function's binary links, for the tests that keep the schema engine out of the
-//! packages that do not need it (issue 17's 4 MB package target rests on it). A release build
+//! What a function's binary links, for the tests that keep the schema engine (and, for
+//! discovery, the DynamoDB client) out of the packages that do not need them (issue 17's 4 MB package target rests on it). A release build
 //! shows it as the Lambda build does: the linker keeps only reachable code, and each crate's
 //! code leaves its source path (panic locations) in the binary.
 
@@ -14,19 +14,19 @@ pub fn contains(binary: &[u8], needle: &str) -> bool {
 pub const SCHEMA_ENGINE: [&str; 2] = ["jsonschema-0.", "fancy-regex-"];
 
 /// Panic unless the binary at `path` (function `name`) has crate source paths at all (it links
-/// the DynamoDB client or the SSM client, as every function does) and none of the schema
-/// engine's.
-pub fn assert_no_schema_engine(name: &str, path: &str) {
+/// the SSM client, as every function does) and none of `crates` (source path prefixes such as
+/// [`SCHEMA_ENGINE`]'s).
+pub fn assert_links_none_of(name: &str, path: &str, crates: &[&str]) {
     let binary = std::fs::read(path).unwrap_or_else(|e| panic!("the {name} binary {path}: {e}"));
     // Without paths of crates the function does link, the check below would prove nothing.
     assert!(
         contains(&binary, "aws-sdk-ssm-"),
         "no crate source paths in the {name} binary"
     );
-    for engine in SCHEMA_ENGINE {
+    for unwanted in crates {
         assert!(
-            !contains(&binary, engine),
-            "the {name} binary links {engine}…: code reachable from its init or routes compiles schemas"
+            !contains(&binary, unwanted),
+            "the {name} binary links {unwanted}…: code reachable from its init or routes uses it"
         );
     }
 }

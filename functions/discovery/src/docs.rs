@@ -38,10 +38,6 @@ const ASSETS: &[Asset] = &[
     swagger_ui!("index.css", "text/css; charset=utf-8"),
     swagger_ui!("swagger-ui.css", "text/css; charset=utf-8"),
     swagger_ui!("swagger-ui-bundle.js", "text/javascript; charset=utf-8"),
-    swagger_ui!(
-        "swagger-ui-standalone-preset.js",
-        "text/javascript; charset=utf-8"
-    ),
     swagger_ui!("favicon-16x16.png", "image/png"),
     swagger_ui!("favicon-32x32.png", "image/png"),
     swagger_ui!("oauth2-redirect.html", "text/html; charset=utf-8"),

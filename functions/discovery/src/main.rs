@@ -8,8 +8,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    function_common::lambda::run(function_common::lambda::Nothing, |services, _| {
-        discovery_function::router(services)
-    })
+    function_common::lambda::run(
+        function_common::lambda::Nothing,
+        function_common::lambda::WithoutTable,
+        |services, _| discovery_function::router(services),
+    )
     .await
 }

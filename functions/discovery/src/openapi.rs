@@ -135,6 +135,16 @@ fn payment_info(s: &Services, pricing: Pricing) -> Value {
     })
 }
 
+/// The group an operation is listed in: its function's name, except that the discovery
+/// documents the verify function serves (`/llms-full.txt`, `/.well-known/x402.json`) are listed
+/// with the other documents.
+fn tag(r: &Route) -> &'static str {
+    match r.function {
+        Function::Verify if !r.path.starts_with("/verify") => Function::Discovery.name(),
+        function => function.name(),
+    }
+}
+
 fn operation(s: &Services, r: &Route) -> Value {
     let id = r
         .path
@@ -144,7 +154,7 @@ fn operation(s: &Services, r: &Route) -> Value {
     let mut op = json!({
         "operationId": format!("{}_{}", r.method.to_lowercase(), if id.is_empty() { "index".into() } else { id }),
         "summary": r.summary,
-        "tags": [r.function.name()],
+        "tags": [tag(r)],
     });
     let mut responses = Map::new();
     match (r.function, r.path) {

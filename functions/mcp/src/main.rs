@@ -12,6 +12,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> Result<(), lambda_http::Error> {
     function_common::lambda::run(
         function_common::lambda::SchemaEngine,
+        function_common::lambda::Dynamo,
         |services, settings| {
             let access = McpAccess::behind_gateway(
                 &services.config.public_url,

@@ -8,8 +8,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    function_common::lambda::run(function_common::lambda::Nothing, |services, _| {
-        score_function::router(services)
-    })
+    function_common::lambda::run(
+        function_common::lambda::Nothing,
+        function_common::lambda::Dynamo,
+        |services, _| score_function::router(services),
+    )
     .await
 }

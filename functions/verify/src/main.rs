@@ -8,8 +8,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    function_common::lambda::run(function_common::lambda::SchemaEngine, |services, _| {
-        verify_function::router(services)
-    })
+    function_common::lambda::run(
+        function_common::lambda::SchemaEngine,
+        function_common::lambda::Dynamo,
+        |services, _| verify_function::router(services),
+    )
     .await
 }

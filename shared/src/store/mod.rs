@@ -6,6 +6,7 @@ pub mod dynamo;
 pub mod embedded;
 #[cfg(feature = "embedded-store")]
 pub mod journal;
+pub mod no_table;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
