@@ -49,12 +49,30 @@ fn services_with(dir: &Path, free_per_day: u64) -> Arc<Services> {
     })
 }
 
+/// The same services without a table, as discovery's are on Lambda (`WithoutTable`): a
+/// discovery route that touched the store would fail here too.
+fn without_table(s: &Services) -> Arc<Services> {
+    Arc::new(Services {
+        engine: Engine::new(EngineConfig {
+            public_url: PUBLIC_URL.into(),
+            ..EngineConfig::default()
+        }),
+        config: s.config.clone(),
+        keys: s.keys.clone(),
+        store: Arc::new(verifier_core::store::no_table::NoTable),
+        clock: s.clock.clone(),
+        payments: verifier_core::payments::PaymentGate::new(None, None),
+        pool: verifier_core::service::pool::WorkPool::new(Default::default()),
+        listings: Default::default(),
+    })
+}
+
 /// The router a function's `main.rs` hands to `lambda::run`, wrapped as Lambda serves it.
 fn function_app(name: &str, s: &Arc<Services>) -> Router {
     let router = match name {
         "verify" => verify_function::router(s.clone()),
         "score" => score_function::router(s.clone()),
-        "discovery" => discovery_function::router(s.clone()),
+        "discovery" => discovery_function::router(without_table(s)),
         "mcp" => mcp_function::router(
             s.clone(),
             &mcp_function::McpAccess::behind_gateway(PUBLIC_URL, &[], &[]),

@@ -130,8 +130,9 @@ def test_discovery_documents_are_served_by_their_function(stack):
             r = httpx.get(stack.url + path, timeout=30)
         except httpx.TimeoutException as e:
             # Once seen in CI and not since: say which document and what the emulator logged.
-            raise AssertionError(f"GET {path}: no answer within 30 s; discovery log: "
-                                 f"{stack.log('discovery')[-1000:]!r}; emulator log: "
+            function = "verify" if path in ("/llms-full.txt", "/.well-known/x402.json") else "discovery"
+            raise AssertionError(f"GET {path}: no answer within 30 s; {function} log: "
+                                 f"{stack.log(function)[-1000:]!r}; emulator log: "
                                  f"{stack.log('emulator')[-2000:]!r}") from e
         assert r.status_code == 200, (path, r.status_code, r.text[:200])
     # The documents name the API's URL (the PublicUrl parameter).

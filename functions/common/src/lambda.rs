@@ -1,6 +1,7 @@
 //! What every Lambda main shares: configuration from the environment (missing configuration
 //! fails init loudly — there is no fallback to the embedded store or a local key), the SDK
-//! clients, the signing key from SSM (refreshed on an interval), DynamoDB, the facilitator,
+//! clients, the signing key from SSM (refreshed on an interval), DynamoDB (for the functions
+//! with a [`Table`]), the facilitator,
 //! and the adapter from API Gateway requests (the client address is
 //! `requestContext.http.sourceIp`, never a header).
 
@@ -334,7 +335,8 @@ impl Table for Dynamo {
 }
 
 /// No table: discovery, whose documents read and write nothing (its IAM policy grants no
-/// DynamoDB action); a store call fails, saying so ([`NoTable`]).
+/// DynamoDB action); a store call fails, saying so ([`NoTable`]). `VERIFIER_TABLE` is still
+/// required of it, as of every function: the settings are shared and the template sets it.
 #[derive(Debug, Clone, Copy)]
 pub struct WithoutTable;
 

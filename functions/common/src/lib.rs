@@ -5,6 +5,7 @@ pub mod body;
 pub mod client;
 pub mod cors;
 pub mod lambda;
+#[doc(hidden)] // for the functions' tests only
 pub mod linked_code;
 pub mod respond;
 

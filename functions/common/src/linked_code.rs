@@ -11,7 +11,7 @@ pub fn contains(binary: &[u8], needle: &str) -> bool {
 }
 
 /// The schema engine's crates, by the source paths their code leaves.
-pub const SCHEMA_ENGINE: [&str; 2] = ["jsonschema-0.", "fancy-regex-"];
+pub const SCHEMA_ENGINE: [&str; 2] = ["jsonschema-", "fancy-regex-"];
 
 /// Panic unless the binary at `path` (function `name`) has crate source paths at all (it links
 /// the SSM client, as every function does) and none of `crates` (source path prefixes such as

@@ -847,7 +847,49 @@ impl Store for EmbeddedStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use redb::ReadableTableMetadata;
     use std::sync::Mutex;
+
+    #[test]
+    fn a_group_of_ten_claims_drops_up_to_74_old_rows_and_a_group_without_claims_none() {
+        let dir = tempfile::tempdir().expect("dir");
+        let db = Database::create(dir.path().join("t.redb")).expect("db");
+        let clients: Vec<String> = (0..100).map(|i| format!("198.51.100.{i}")).collect();
+        let txn = db.begin_write().expect("write");
+        {
+            let mut table = txn.open_table(allowance::ALLOWANCE).expect("table");
+            for client in &clients {
+                table
+                    .insert(("2026-11-20", client.as_str()), 1)
+                    .expect("insert");
+            }
+            let claims: Vec<Op> = clients[..10]
+                .iter()
+                .map(|client| Op::Claim {
+                    key: allowance::claim_key(client, "2026-12-06"),
+                    limit: 5,
+                    outcome: None,
+                })
+                .collect();
+            let record = Op::Record {
+                outcome: Outcome {
+                    agent_id: "a".into(),
+                    verification_id: "v".into(),
+                    result: "pass".into(),
+                    verified_at: "2026-12-06T00:00:00.000000+00:00".into(),
+                    signed_deliverable: None,
+                    paid: false,
+                    checks: 1,
+                },
+            };
+            prune_allowance(&mut table, &[&record]).expect("prune");
+            assert_eq!(table.len().expect("len"), 100);
+            let group: Vec<&Op> = claims.iter().chain([&record]).collect();
+            prune_allowance(&mut table, &group).expect("prune");
+            assert_eq!(table.len().expect("len"), 100 - 74);
+        }
+        txn.commit().expect("commit");
+    }
 
     /// The log lines written while `f` runs on this thread.
     fn logged(f: impl FnOnce()) -> String {

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 /// Days an allowance row is kept after its day (DynamoDB's TTL removes it then; the embedded
-/// store drops it when a claim is made two days later).
+/// store drops it once claims are made on a later day still).
 pub const ALLOWANCE_KEEP_DAYS: i64 = 2;
 
 /// One verification's outcome, as an agent's history keeps it (no task content).

@@ -4,10 +4,14 @@
 //! used — so every row of the days no longer kept is one range at the front of the table. A
 //! group of writes with claims on day D first drops rows of days before D − 2 (the day and the
 //! two after it are kept, as DynamoDB's TTL keeps them): at most [`PRUNE_PER_GROUP`] more rows
-//! than the group has claims, so a group's pruning costs at most its own writes plus a constant,
-//! and under any traffic rows leave at least as fast as older days' rows came. Pruning depends
-//! only on the claims' days, which the journal keeps, so a replay prunes exactly as the first
-//! application did, and a server whose clock a test sets never loses the day it is on.
+//! than the group has claims, so a group's pruning costs at most its own writes plus a
+//! constant, and while claims come, old days' rows leave at least as fast as new ones arrive.
+//!
+//! Pruning depends only on the claims' days, which the journal keeps, so a replay prunes
+//! exactly as the first application did, and a server whose clock a test sets never loses the
+//! day it is on. The days come from the server's clock: one that jumps three days ahead and
+//! back drops the rows of the days it left, which hands their clients a fresh allowance (more
+//! free calls, never fewer).
 
 use redb::{ReadableTable, TableDefinition, WriteTransaction};
 
@@ -63,19 +67,36 @@ pub(super) fn prune(
 }
 
 /// Move the rows of a store written before days were pruned into [`ALLOWANCE`], and delete
-/// their table; how many rows moved. Once per store (later the old table does not exist):
-/// its cost is one pass over the rows that store kept.
+/// their table; how many rows moved. Only the rows of the newest day that table holds and the
+/// two before it move (counted from its own rows, not the clock); older ones go with the table.
+/// A count [`ALLOWANCE`] already holds for a row is added to (a store an older binary wrote to
+/// after an earlier move loses no call). Once per store: later the old table does not exist.
 pub(super) fn migrate(txn: &WriteTransaction) -> Result<u64, redb::Error> {
     let mut moved = 0;
     {
-        let mut legacy = txn.open_table(LEGACY)?;
-        let mut table = txn.open_table(ALLOWANCE)?;
-        while let Some((key, used)) = legacy.pop_first()? {
-            let used = used.value();
-            if let Some((day, client)) = split_claim_key(key.value()) {
-                table.insert((day, client), used)?;
-                moved += 1;
+        let legacy = txn.open_table(LEGACY)?;
+        let mut newest: Option<String> = None;
+        for row in legacy.iter()? {
+            let (key, _) = row?;
+            if let Some((day, _)) = split_claim_key(key.value())
+                && newest.as_deref().is_none_or(|n| day > n)
+            {
+                newest = Some(day.to_owned());
             }
+        }
+        let first_kept = newest.as_deref().and_then(first_kept_day);
+        let mut table = txn.open_table(ALLOWANCE)?;
+        for row in legacy.iter()? {
+            let (key, used) = row?;
+            let Some((day, client)) = split_claim_key(key.value()) else {
+                continue;
+            };
+            if first_kept.as_deref().is_some_and(|first| day < first) {
+                continue;
+            }
+            let held = table.get((day, client))?.map_or(0, |g| g.value());
+            table.insert((day, client), held.saturating_add(used.value()))?;
+            moved += 1;
         }
     }
     txn.delete_table(LEGACY)?;
@@ -144,7 +165,7 @@ mod tests {
     }
 
     #[test]
-    fn an_old_stores_rows_move_to_the_table_by_day_once() {
+    fn an_old_stores_kept_days_move_to_the_table_by_day_once_adding_to_what_it_holds() {
         let dir = tempfile::tempdir().expect("dir");
         let db = Database::create(dir.path().join("t.redb")).expect("db");
         let txn = db.begin_write().expect("write");
@@ -153,6 +174,13 @@ mod tests {
             legacy.insert("10.0.0.1|2026-12-05", 7).expect("insert");
             legacy
                 .insert("2001:db8::/64|2026-12-06", 3)
+                .expect("insert");
+            // Older than the newest day and the two before it: not moved.
+            legacy.insert("10.0.0.9|2026-12-03", 4).expect("insert");
+            // What a move before an older binary's run left.
+            let mut table = txn.open_table(ALLOWANCE).expect("table");
+            table
+                .insert(("2026-12-06", "2001:db8::/64"), 2)
                 .expect("insert");
         }
         txn.commit().expect("commit");
@@ -166,7 +194,8 @@ mod tests {
         let table = txn.open_table(ALLOWANCE).expect("table");
         let used = |day, client| table.get((day, client)).expect("get").map(|g| g.value());
         assert_eq!(used("2026-12-05", "10.0.0.1"), Some(7));
-        assert_eq!(used("2026-12-06", "2001:db8::/64"), Some(3));
+        assert_eq!(used("2026-12-06", "2001:db8::/64"), Some(5));
+        assert_eq!(used("2026-12-03", "10.0.0.9"), None);
         assert!(txn.open_table(LEGACY).is_err(), "the old table is gone");
     }
 }
