@@ -47,12 +47,32 @@ pub fn reqwest_builder() -> Result<reqwest::ClientBuilder, TlsError> {
 }
 
 /// The AWS SDK's configuration from the environment (region, credentials, endpoints, as
-/// `aws_config::load_defaults`), with [`aws_https_client`] as its HTTP client.
+/// `aws_config::load_defaults`), with [`aws_https_client`] as its HTTP client and
+/// [`sdk_timeouts`].
 pub async fn aws_sdk_config() -> Result<aws_config::SdkConfig, TlsError> {
     Ok(aws_config::defaults(aws_config::BehaviorVersion::latest())
         .http_client(aws_https_client()?)
+        .timeout_config(sdk_timeouts())
         .load()
         .await)
+}
+
+/// One attempt of an AWS call (DynamoDB, SSM, KMS) that gets no answer within this is
+/// abandoned and retried on a fresh connection (the SDK's retries classify it as transient).
+pub const SDK_ATTEMPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// An AWS call, its retries included, gives up after this: the store's caller then gets a
+/// retryable 503, well inside Lambda's 30 s and API Gateway's 30 s.
+pub const SDK_OPERATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(16);
+
+/// The SDK's timeouts. Its default sets only a 3.1 s connect timeout, so a connection that
+/// was accepted and then never answered held a call (and the request waiting on it) until
+/// Lambda's timeout, or for ever on the local server with `--store dynamodb`.
+pub fn sdk_timeouts() -> aws_config::timeout::TimeoutConfig {
+    aws_config::timeout::TimeoutConfig::builder()
+        .connect_timeout(std::time::Duration::from_millis(3100))
+        .operation_attempt_timeout(SDK_ATTEMPT_TIMEOUT)
+        .operation_timeout(SDK_OPERATION_TIMEOUT)
+        .build()
 }
 
 /// The client the SDK's `default-https-client` feature builds — hyper, rustls with AWS-LC, the
