@@ -872,15 +872,7 @@ mod tests {
                 })
                 .collect();
             let record = Op::Record {
-                outcome: Outcome {
-                    agent_id: "a".into(),
-                    verification_id: "v".into(),
-                    result: "pass".into(),
-                    verified_at: "2026-12-06T00:00:00.000000+00:00".into(),
-                    signed_deliverable: None,
-                    paid: false,
-                    checks: 1,
-                },
+                outcome: Outcome::sample(),
             };
             prune_allowance(&mut table, &[&record]).expect("prune");
             assert_eq!(table.len().expect("len"), 100);

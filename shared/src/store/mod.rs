@@ -37,6 +37,22 @@ pub struct Outcome {
     pub checks: u64,
 }
 
+#[cfg(test)]
+impl Outcome {
+    /// A passing outcome of agent `a` with one check, for the stores' unit tests.
+    pub(crate) fn sample() -> Self {
+        Outcome {
+            agent_id: "a".into(),
+            verification_id: "v".into(),
+            result: "pass".into(),
+            verified_at: "2026-12-06T00:00:00.000000+00:00".into(),
+            signed_deliverable: None,
+            paid: false,
+            checks: 1,
+        }
+    }
+}
+
 impl Outcome {
     /// Whether the verification passed.
     pub fn passed(&self) -> bool {

@@ -88,18 +88,7 @@ mod tests {
             store.claim_free("c", "2026-12-06", 1, None).await.err(),
             store.free_used("c", "2026-12-06").await.err(),
             store.history("a", 1).await.err(),
-            store
-                .record(Outcome {
-                    agent_id: "a".into(),
-                    verification_id: "v".into(),
-                    result: "pass".into(),
-                    verified_at: "2026-12-06T00:00:00.000000+00:00".into(),
-                    signed_deliverable: None,
-                    paid: false,
-                    checks: 1,
-                })
-                .await
-                .err(),
+            store.record(Outcome::sample()).await.err(),
             store.claim_payment("k", 0).await.err(),
             store
                 .advance_payment("k", PaymentState::Claimed, PaymentState::Settling)
