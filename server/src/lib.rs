@@ -7,3 +7,4 @@ pub mod keyfile;
 pub mod listener;
 pub mod offline;
 pub mod serve;
+pub mod unread_body;

@@ -1,7 +1,9 @@
 //! The HTTP/1.1 accept loop of the local server: hyper with a header-read timeout (a client
 //! that never finishes its headers is dropped), TCP_NODELAY, the socket peer as the client
-//! address, and a graceful shutdown that lets in-flight requests finish.
+//! address, `Connection: close` on an answer given before the request body was read (see
+//! [`unread_body`]), and a graceful shutdown that lets in-flight requests finish.
 
+use crate::unread_body;
 use axum::Router;
 use axum::extract::Request;
 use hyper::body::Incoming;
@@ -49,7 +51,12 @@ pub async fn serve(
         let client = ClientAddr(peer.ip().to_string());
         let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
             req.extensions_mut().insert(client.clone());
-            app.clone().oneshot(req.map(axum::body::Body::new))
+            let (parts, body) = req.into_parts();
+            let (body, end) = unread_body::track(body);
+            let answer = app
+                .clone()
+                .oneshot(Request::from_parts(parts, axum::body::Body::new(body)));
+            async move { answer.await.map(|response| end.close_unless_read(response)) }
         });
         let connection = builder.serve_connection(TokioIo::new(stream), service);
         let connection = graceful.watch(connection);

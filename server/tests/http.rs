@@ -1,8 +1,8 @@
 //! The local server over real HTTP on loopback: allowance exactness under concurrency, the
-//! UTC-day reset, errors that never echo input, limits, and persistence across restarts.
+//! UTC-day reset, errors that never echo input, limits, connections after an early answer, and
+//! persistence across restarts.
 
 use serde_json::{Value, json};
-use std::net::SocketAddr;
 use std::sync::Arc;
 use time::macros::datetime;
 use verifier::serve::{LocalServer, app};
@@ -56,13 +56,12 @@ async fn start(free_per_day: u64, clock: Arc<dyn Clock>) -> Running {
         schema_cache_bytes: 8 << 20,
         pool: Default::default(),
     });
-    tokio::spawn(async move {
-        let _ = axum::serve(
-            listener,
-            router.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .await;
-    });
+    // The local server's own accept loop, as `verifier serve` runs it.
+    tokio::spawn(verifier::listener::serve(
+        listener,
+        router,
+        std::future::pending(),
+    ));
     Running {
         base: format!("http://{addr}"),
         _dir: dir,
@@ -386,4 +385,78 @@ fn client() -> reqwest::Client {
         .expect("the TLS configuration")
         .build()
         .expect("an HTTP client")
+}
+
+/// Send `request` on `stream` and read one response head and its `Content-Length` body.
+async fn exchange(stream: &mut tokio::net::TcpStream, request: &[u8]) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    stream.write_all(request).await.expect("write");
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = tokio::time::timeout(std::time::Duration::from_secs(10), stream.read(&mut chunk))
+            .await
+            .expect("an answer within 10 s")
+            .expect("read");
+        assert!(n > 0, "the server closed without answering");
+        got.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&got).to_string();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let head = text[..end].to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map_or(0, |v| v.trim().parse().expect("length"));
+            if got.len() >= end + 4 + length {
+                let status = head[9..12].parse().expect("status");
+                return (status, head);
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_before_the_body_is_read_closes_the_connection() {
+    let server = start(100, Arc::new(SystemClock)).await;
+    let addr = server.base.trim_start_matches("http://").to_owned();
+    // The body has not been sent when the server answers (as when a client's second packet is
+    // late): the answer must say the connection closes, or the client reuses a closing one.
+    let mut stream = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    let (status, head) = exchange(
+        &mut stream,
+        b"POST /health HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n",
+    )
+    .await;
+    assert_eq!(status, 405);
+    assert!(head.contains("connection: close"), "{head}");
+    // The body sent with the headers but never read by the route: still closed.
+    let mut stream = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    let (status, head) = exchange(
+        &mut stream,
+        b"PUT /verify/schema HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\n{}",
+    )
+    .await;
+    assert_eq!(status, 405);
+    assert!(head.contains("connection: close"), "{head}");
+    // A request without a body, and one whose body the route reads, keep the connection.
+    let mut stream = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    let (status, head) = exchange(&mut stream, b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n").await;
+    assert_eq!(status, 200);
+    assert!(!head.contains("connection: close"), "{head}");
+    let body = invoice_request();
+    let request = format!(
+        "POST /verify/schema HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let (status, head) = exchange(&mut stream, request.as_bytes()).await;
+    assert_eq!(status, 200);
+    assert!(!head.contains("connection: close"), "{head}");
+    let (status, _) = exchange(&mut stream, b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n").await;
+    assert_eq!(status, 200, "the connection stayed open");
 }
