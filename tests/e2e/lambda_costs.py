@@ -24,7 +24,6 @@ import statistics
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -33,43 +32,7 @@ sys.path.insert(0, str(HERE.parent / "x402"))
 
 import httpx  # noqa: E402
 
-from deployment import RELEASE, Deployment, forward, send_answer  # noqa: E402
-
-
-class Relay:
-    """A loopback HTTP relay that calls `observe(method, path, headers, body, status)` for
-    each exchange (long polls included: one thread per request)."""
-
-    def __init__(self, upstream: str, observe):
-        relay = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body go out at once: no delayed-ACK stall
-
-            def _go(self):
-                length = int(self.headers.get("content-length") or 0)
-                body = self.rfile.read(length) if length else None
-                started = time.monotonic()
-                observe("request", self.command, self.path, self.headers, body, started)
-                try:
-                    status, rheaders, payload = forward(upstream + self.path, self.command, self.headers, body,
-                                                        timeout=900)
-                except OSError:  # the emulator of a finished deployment went away
-                    self.close_connection = True
-                    return
-                observe("response", self.command, self.path, rheaders, payload, time.monotonic(), started)
-                send_answer(self, status, rheaders, payload)
-
-            do_GET = do_POST = do_PUT = do_DELETE = _go
-
-            def log_message(self, *a):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+from deployment import RELEASE, Deployment, Relay  # noqa: E402
 
 
 class RuntimeTimes:
