@@ -116,10 +116,10 @@ class Relay:
 
     Every function reaches the emulator's Runtime API through one. Talked to directly,
     cargo-lambda 1.9.2 sometimes holds a function's `GET …/invocation/next` for 30 s or more, or
-    answers an invocation with a 500 of its own. Each stall seen under strace came when the
-    function's Runtime API client had a second connection open to it (hyper's pool opens a new
-    connection for `/next` when the one that just carried `POST …/response` is not back in the
-    pool yet); the 500s were not traced, and they too are gone through the relay. Measured on this machine with a loop of 402, paid call and
+    answers an invocation with a 500 of its own. The stall read in an strace of the function
+    came when its Runtime API client had a second connection open to the emulator (hyper's pool
+    opens a new connection for `/next` when the one that just carried `POST …/response` is not
+    back in the pool yet); the 500s were not traced. Both are gone through the relay. Measured on this machine with a loop of 402, paid call and
     replay through one deployment (scripts/runtime-api-soak.sh): directly, 10 such requests in
     13,800 (14 in 324 with the function under strace); through the relay, none in 11,300 (none
     in 2,900 under strace)."""
