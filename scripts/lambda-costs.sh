@@ -11,11 +11,4 @@
 # The yardstick binary is an example: `cargo build --release --all-targets` (the test command)
 # or `cargo build --profile release-lambda -p function-common --example bare_lambda` builds it.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-export VENV=$PWD/.venv
-# shellcheck source=scripts/components.sh
-source scripts/components.sh
-trap components_stop EXIT
-start_dynamodb_local >&2
-start_moto >&2
-"$VENV/bin/python" tests/e2e/lambda_costs.py
+exec "$(dirname "$0")/with-components.sh" .venv/bin/python tests/e2e/lambda_costs.py

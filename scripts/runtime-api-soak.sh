@@ -7,11 +7,4 @@
 #   scripts/runtime-api-soak.sh                    # 1000 rounds through the relay
 #   DIRECT=1 ROUNDS=2000 scripts/runtime-api-soak.sh   # functions on the emulator directly
 set -euo pipefail
-cd "$(dirname "$0")/.."
-export VENV=$PWD/.venv
-# shellcheck source=scripts/components.sh
-source scripts/components.sh
-trap components_stop EXIT
-start_dynamodb_local >&2
-start_moto >&2
-"$VENV/bin/python" tests/e2e/runtime_api_soak.py
+exec "$(dirname "$0")/with-components.sh" .venv/bin/python tests/e2e/runtime_api_soak.py

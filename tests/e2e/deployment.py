@@ -108,27 +108,49 @@ def send_answer(handler: BaseHTTPRequestHandler, status: int, headers, payload: 
         handler.wfile.write(payload)
 
 
-class Relay:
+class QuietHandler(BaseHTTPRequestHandler):
+    """HTTP/1.1 keep-alive, headers and body in one segment, no access log."""
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out at once: no delayed-ACK stall
+
+    def log_message(self, fmt, *args):
+        pass
+
+
+class LoopbackServer:
+    """A threaded HTTP server for `handler` on 127.0.0.1 (a free port) at `url`; `stop()` ends
+    it without waiting for a request still open (a long poll)."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]):
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        self.server.block_on_close = False
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Relay(LoopbackServer):
     """A loopback HTTP relay to `upstream` that sends each request it receives on a connection
     of its own (`forward`), and calls `observe(phase, method, path, headers, body, at,
     started)`, when given, for each request and answer (long polls included: one thread per
-    request). `stop()` ends it.
+    request).
 
     Every function reaches the emulator's Runtime API through one. Talked to directly,
     cargo-lambda 1.9.2 sometimes holds a function's `GET …/invocation/next` for 30 s or more, or
     answers an invocation with a 500 of its own. The stall read in an strace of the function
     came when its Runtime API client had a second connection open to the emulator (hyper's pool
     opens a new connection for `/next` when the one that just carried `POST …/response` is not
-    back in the pool yet); the 500s were not traced. Both are gone through the relay. Measured on this machine with a loop of 402, paid call and
-    replay through one deployment (scripts/runtime-api-soak.sh): directly, 10 such requests in
-    13,800 (14 in 324 with the function under strace); through the relay, none in 11,300 (none
-    in 2,900 under strace)."""
+    back in the pool yet); the 500s were not traced. Both are gone through the relay. Measured
+    on this machine with a loop of 402, paid call and replay through one deployment
+    (scripts/runtime-api-soak.sh): directly, 10 such requests in 13,800 (14 in 324 with the
+    function under strace); through the relay, none in 11,300 (none in 2,900 under strace)."""
 
     def __init__(self, upstream: str, observe=None):
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body go out at once: no delayed-ACK stall
-
+        class Handler(QuietHandler):
             def _go(self):
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else None
@@ -147,31 +169,17 @@ class Relay:
 
             do_GET = do_POST = do_PUT = do_DELETE = _go
 
-            def log_message(self, *a):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.server.block_on_close = False  # a long poll still open does not hold stop()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
 
 
-class Router:
+class Router(LoopbackServer):
     """The HTTP API: route by the template, forward through the emulator's function URLs."""
 
     def __init__(self, routes: list[Route], emulator: str):
         self.routes, self.emulator = routes, emulator
         router = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body go out at once: no delayed-ACK stall
-
+        class Handler(QuietHandler):
             def _route(self):
                 target = self.path
                 path = target.split("?", 1)[0]
@@ -193,18 +201,7 @@ class Router:
 
             do_GET = do_POST = do_DELETE = do_PUT = do_HEAD = do_OPTIONS = _route
 
-            def log_message(self, fmt, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.server.block_on_close = False  # a long poll still open does not hold stop()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
 
 
 class Deployment:
