@@ -231,6 +231,7 @@ class Deployment:
         # default a plain Relay of this deployment's own.
         self.runtime_via = runtime_via
         self.runtime_relay: Relay | None = None
+        self.runtime_api = ""  # the Runtime API URL the functions get; set by start()
         self.spawned: dict[str, float] = {}
         self.await_init = await_init
 
