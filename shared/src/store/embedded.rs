@@ -7,13 +7,14 @@
 //! [`Durability::Sync`] makes every group durable before any of its calls is answered: an
 //! answered call is on disk. The group's B-tree commit is not fsynced; its writes go to the
 //! journal ([`super::journal`], one small write and one `fdatasync`, where a durable B-tree
-//! commit writes and flushes about ten pages), and a checkpoint (a durable commit, then a
-//! journal reset) follows at most a second later or when the journal is half full. Opening the
-//! store replays what the journal holds beyond the B-tree's last durable commit, once (each
-//! commit records the journal entry it is). [`Durability::Periodic`] commits groups without an
-//! fsync and makes them durable at most one interval later: more throughput, but a crash can
-//! lose the calls answered in the last interval (their counts and outcomes together, never one
-//! without the other).
+//! commit writes and flushes about ten pages; the entry's write to disk starts before the
+//! group is applied to the B-tree, and its `fdatasync` comes after), and a checkpoint (a
+//! durable commit, then a journal reset) follows at most a second later or when the journal is
+//! half full. Opening the store replays what the journal holds beyond the B-tree's last
+//! durable commit, once (each commit records the journal entry it is).
+//! [`Durability::Periodic`] commits groups without an fsync and makes them durable at most one
+//! interval later: more throughput, but a crash can lose the calls answered in the last
+//! interval (their counts and outcomes together, never one without the other).
 
 mod allowance;
 
@@ -394,9 +395,11 @@ fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>, mut flushing: Flushing) {
     }
 }
 
-/// Commit `ops` as journal entry `next_seq` (without an fsync of the B-tree), then append them
-/// to the journal; an entry the journal has no room for (or cannot take) is made durable by a
-/// durable B-tree commit instead. The results, and whether the B-tree is now durable.
+/// Append `group` to the journal as entry `next_seq` and, while the entry is written to disk,
+/// commit it to the B-tree without an fsync, then flush the entry; an entry the journal has no
+/// room for (or cannot take) is made durable by a durable B-tree commit instead. A group the B-tree refuses is
+/// taken back from the journal, so no replay applies writes whose calls were answered with an
+/// error. The results, and whether the B-tree is now durable.
 fn commit_journaled(
     db: &Database,
     journal: &mut Journal,
@@ -404,15 +407,35 @@ fn commit_journaled(
     group: &Group<&Op>,
 ) -> Result<(Vec<FreeClaim>, bool), String> {
     let seq = *next_seq;
-    let results = apply(db, group, false, Some(seq))?;
-    *next_seq += 1;
     let appended = serde_json::to_vec(group)
         .map_err(|e| e.to_string())
         .and_then(|entry| journal.append(seq, &entry).map_err(|e| e.to_string()));
-    match appended {
-        Ok(Appended::Written) => Ok((results, false)),
-        Ok(Appended::Full) | Err(_) => {
-            if let Err(e) = &appended {
+    let written = matches!(appended, Ok(Appended::Written));
+    // Whether the entry is on disk, or why it is not.
+    let (applied, flushed) = match appended {
+        Ok(Appended::Written) => {
+            journal.start_writeback();
+            let applied = apply(db, group, false, Some(seq));
+            let flushed = journal.flush();
+            (applied, flushed.map(|()| true).map_err(|e| e.to_string()))
+        }
+        Ok(Appended::Full) => (apply(db, group, false, Some(seq)), Ok(false)),
+        Err(e) => (apply(db, group, false, Some(seq)), Err(e)),
+    };
+    let results = match applied {
+        Ok(results) => results,
+        Err(e) => {
+            if written {
+                take_back(db, journal);
+            }
+            return Err(e);
+        }
+    };
+    *next_seq += 1;
+    match flushed {
+        Ok(true) => Ok((results, false)),
+        Ok(false) | Err(_) => {
+            if let Err(e) = &flushed {
                 tracing::warn!(error = %e, "the store's journal cannot be written; committing durably instead");
             }
             flush(db)?;
@@ -423,6 +446,26 @@ fn commit_journaled(
             }
             Ok((results, true))
         }
+    }
+}
+
+/// Take back the journal's last entry, whose group the B-tree refused. When that fails, make
+/// the earlier groups durable and reset the journal instead; only when both fail could a replay
+/// still apply the refused group, which is logged.
+fn take_back(db: &Database, journal: &mut Journal) {
+    let Err(e) = journal.retract() else {
+        return;
+    };
+    tracing::warn!(
+        error = %e,
+        "the store's journal cannot take back a refused group; checkpointing instead"
+    );
+    let reset = flush(db).and_then(|()| journal.reset().map_err(|e| e.to_string()));
+    if let Err(e) = reset {
+        tracing::error!(
+            error = %e,
+            "a group the store refused stays in its journal: a restart before the next checkpoint would apply it"
+        );
     }
 }
 

@@ -42,6 +42,8 @@ pub struct Journal {
     capacity: u64,
     /// Where the next entry goes.
     end: u64,
+    /// Where the last entry appended since the last reset starts.
+    last: Option<u64>,
     /// The salt entries are written under.
     salt: u64,
     /// False after a failed append or reset, until a reset succeeds.
@@ -134,6 +136,7 @@ impl Journal {
                 file,
                 capacity,
                 end: HEADER as u64,
+                last: None,
                 salt: 0,
                 // Until the caller's reset: the entries read are not durable elsewhere yet.
                 in_order: false,
@@ -142,9 +145,10 @@ impl Journal {
         ))
     }
 
-    /// Append an entry and `fdatasync` it; [`Appended::Full`] when it does not fit or the
-    /// journal is out of order (nothing is written then). A failed append puts the journal out
-    /// of order.
+    /// Write an entry after the last one, without flushing it: the caller makes it durable
+    /// ([`Journal::flush`]) before relying on it.
+    /// [`Appended::Full`] when it does not fit or the journal is out of order (nothing is
+    /// written then). A failed append puts the journal out of order.
     pub fn append(&mut self, seq: u64, payload: &[u8]) -> std::io::Result<Appended> {
         let size = (HEADER + payload.len()) as u64;
         let Ok(len) = u32::try_from(payload.len()) else {
@@ -163,8 +167,60 @@ impl Journal {
             self.in_order = false;
         }
         written?;
+        self.last = Some(self.end);
         self.end += size;
         Ok(Appended::Written)
+    }
+
+    /// Take back the last entry appended since the last reset (its writes did not happen): its
+    /// header is zeroed and flushed, so reading stops before it, and the next append takes its
+    /// place. A failed retraction leaves the journal out of order; the entry may then still be
+    /// read, until a reset.
+    pub fn retract(&mut self) -> std::io::Result<()> {
+        let Some(at) = self.last.take() else {
+            return Ok(());
+        };
+        let zeroed = self
+            .write_at(at, &[0u8; HEADER])
+            .and_then(|()| self.file.sync_data());
+        if zeroed.is_err() {
+            self.in_order = false;
+        }
+        zeroed?;
+        self.end = at;
+        Ok(())
+    }
+
+    /// Start writing the last entry appended to disk without waiting for it (Linux
+    /// `sync_file_range`), so that work done before [`Journal::flush`] overlaps the write; the
+    /// flush then waits only for what is left (the disk's cache flush). Advisory: an error
+    /// here shows in the flush.
+    pub fn start_writeback(&self) {
+        #[cfg(target_os = "linux")]
+        if let Some(at) = self.last {
+            use std::os::fd::AsRawFd;
+            // SAFETY: a system call on a descriptor this journal owns and keeps open; no
+            // pointers are passed.
+            unsafe {
+                libc::sync_file_range(
+                    self.file.as_raw_fd(),
+                    at as libc::off64_t,
+                    (self.end - at) as libc::off64_t,
+                    libc::SYNC_FILE_RANGE_WRITE,
+                );
+            }
+        }
+    }
+
+    /// Make what was appended durable (`fdatasync`). A failed flush puts the journal out of
+    /// order: after one, the kernel may have dropped the unwritten data and report the next
+    /// flush clean.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        let flushed = self.file.sync_data();
+        if flushed.is_err() {
+            self.in_order = false;
+        }
+        flushed
     }
 
     /// Forget every entry (the store made them durable itself): a new salt and an empty first
@@ -179,16 +235,17 @@ impl Journal {
         header[..8].copy_from_slice(FORMAT);
         header[8..16].copy_from_slice(&salt.to_le_bytes());
         self.write_at(0, &header)?;
+        self.file.sync_data()?;
         self.salt = salt;
         self.end = HEADER as u64;
+        self.last = None;
         self.in_order = true;
         Ok(())
     }
 
     fn write_at(&mut self, at: u64, bytes: &[u8]) -> std::io::Result<()> {
         self.file.seek(SeekFrom::Start(at))?;
-        self.file.write_all(bytes)?;
-        self.file.sync_data()
+        self.file.write_all(bytes)
     }
 
     /// Bytes of entries written since the last reset.
@@ -266,6 +323,36 @@ mod tests {
         bytes[16 + 26 + 16 + 3] ^= 0xff;
         std::fs::write(&path, &bytes).expect("write");
         assert_eq!(seqs(dir.path()), vec![5]);
+    }
+
+    #[test]
+    fn a_retracted_entry_is_not_read_and_the_next_append_takes_its_place() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (mut j, _) = journal(dir.path());
+        j.reset().expect("reset");
+        j.append(1, b"kept").expect("append");
+        j.append(2, b"not applied").expect("append");
+        j.retract().expect("retract");
+        assert_eq!(j.used(), 16 + 4);
+        drop(j);
+        assert_eq!(seqs(dir.path()), vec![1]);
+        let (mut j, _) = journal(dir.path());
+        j.reset().expect("reset");
+        j.append(1, b"kept").expect("append");
+        j.append(2, b"not applied").expect("append");
+        j.retract().expect("retract");
+        j.append(2, b"applied").expect("append");
+        // Only the last entry is taken back, once.
+        j.retract().expect("retract");
+        j.retract().expect("a second retract does nothing");
+        j.append(2, b"applied").expect("append");
+        drop(j);
+        let found = journal(dir.path()).1;
+        let read: Vec<(u64, &[u8])> = found
+            .iter()
+            .map(|e| (e.seq, e.payload.as_slice()))
+            .collect();
+        assert_eq!(read, vec![(1, &b"kept"[..]), (2, &b"applied"[..])]);
     }
 
     #[test]
