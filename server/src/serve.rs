@@ -57,6 +57,7 @@ impl LocalServer {
             payments: self.payments,
             pool: WorkPool::new(self.pool),
             listings: Default::default(),
+            in_flight: Default::default(),
         })
     }
 }

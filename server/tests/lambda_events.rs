@@ -46,6 +46,7 @@ fn services_with(dir: &Path, free_per_day: u64) -> Arc<Services> {
         payments: verifier_core::payments::PaymentGate::new(None, None),
         pool: verifier_core::service::pool::WorkPool::new(Default::default()),
         listings: Default::default(),
+        in_flight: Default::default(),
     })
 }
 
@@ -64,6 +65,7 @@ fn without_table(s: &Services) -> Arc<Services> {
         payments: verifier_core::payments::PaymentGate::new(None, None),
         pool: verifier_core::service::pool::WorkPool::new(Default::default()),
         listings: Default::default(),
+        in_flight: Default::default(),
     })
 }
 

@@ -491,7 +491,7 @@ impl Engine {
         now: OffsetDateTime,
     ) -> Result<Verification, EngineError> {
         let (response, verdict) = self.report(req, signer.key_version(), now)?;
-        self.sign(response, verdict, signer)
+        self.sign(Unsigned { response, verdict }, signer)
     }
 
     /// Run every check against a compiled, priced schema and sign the report.
@@ -503,17 +503,31 @@ impl Engine {
         signer: &SigningIdentity,
         now: OffsetDateTime,
     ) -> Result<Verification, EngineError> {
-        let (response, verdict) =
-            self.report_metered(req, schema, meter, signer.key_version(), now)?;
-        self.sign(response, verdict, signer)
+        let unsigned = self.check_metered(req, schema, meter, signer.key_version(), now)?;
+        self.sign(unsigned, signer)
     }
 
-    fn sign(
+    /// Run every check against a compiled, priced schema: the report, to be signed with
+    /// [`Engine::sign`] under the key `key_version` names.
+    pub fn check_metered(
         &self,
-        response: VerifyResponse,
-        verdict: Verdict,
+        req: &VerifyRequest,
+        schema: &CompiledSchema,
+        meter: &mut Meter,
+        key_version: &str,
+        now: OffsetDateTime,
+    ) -> Result<Unsigned, EngineError> {
+        let (response, verdict) = self.report_metered(req, schema, meter, key_version, now)?;
+        Ok(Unsigned { response, verdict })
+    }
+
+    /// Sign a report and serialize the response.
+    pub fn sign(
+        &self,
+        unsigned: Unsigned,
         signer: &SigningIdentity,
     ) -> Result<Verification, EngineError> {
+        let Unsigned { response, verdict } = unsigned;
         let verified_at = response.verified_at.clone();
         let verification_id = response.verification_id.clone();
         let attestation = attest(VERIFY_CONTEXT, &response, signer, &verified_at)?;
@@ -526,6 +540,41 @@ impl Engine {
             checks: verdict.checks,
             signed_deliverable: verdict.signed_deliverable,
         })
+    }
+}
+
+/// A verification whose checks have run, not signed yet: what its outcome is, before the
+/// signature (so the store can record it while the report is signed).
+#[derive(Debug)]
+pub struct Unsigned {
+    response: VerifyResponse,
+    verdict: Verdict,
+}
+
+impl Unsigned {
+    /// Whether the result is `pass`.
+    pub fn passed(&self) -> bool {
+        self.verdict.passed
+    }
+
+    /// How many checks applied.
+    pub fn checks(&self) -> usize {
+        self.verdict.checks
+    }
+
+    /// The `verification_id`.
+    pub fn verification_id(&self) -> &str {
+        &self.response.verification_id
+    }
+
+    /// The `verified_at` timestamp.
+    pub fn verified_at(&self) -> &str {
+        &self.response.verified_at
+    }
+
+    /// For a key-based agent: SHA-256 of the deliverable message its key signed.
+    pub fn signed_deliverable(&self) -> Option<&str> {
+        self.verdict.signed_deliverable.as_deref()
     }
 }
 

@@ -39,7 +39,7 @@ pub mod tls;
 pub mod trust;
 pub mod vectors;
 
-pub use engine::{Engine, EngineConfig, EngineError, Verification};
+pub use engine::{Engine, EngineConfig, EngineError, Unsigned, Verification};
 pub use keys::{PublicKeyEntry, SigningIdentity};
 pub use request::{FieldProblem, InvalidRequest, VerifyRequest};
 

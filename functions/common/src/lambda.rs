@@ -242,6 +242,7 @@ impl Init {
                 share_wait: Duration::from_secs(1),
             }),
             listings: Default::default(),
+            in_flight: Default::default(),
         }))
     }
 }

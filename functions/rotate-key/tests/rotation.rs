@@ -70,6 +70,7 @@ fn services(keys: Arc<SsmKeys>, dir: &Path) -> Services {
         payments: verifier_core::payments::PaymentGate::new(None, None),
         pool: verifier_core::service::pool::WorkPool::new(Default::default()),
         listings: Default::default(),
+        in_flight: Default::default(),
     }
 }
 

@@ -3,6 +3,7 @@
 //! both call these and only translate the [`Reply`].
 
 pub mod examples;
+pub mod in_flight;
 pub mod listings;
 pub mod paid;
 pub mod pool;
@@ -38,6 +39,8 @@ pub struct Services {
     pub pool: pool::WorkPool,
     /// The bazaar listings of the paid resources (built on the first 402).
     pub listings: listings::Listings,
+    /// The verifications in progress (whether a store write may overlap its signature).
+    pub in_flight: in_flight::InFlight,
 }
 
 /// How an answered call was paid for.

@@ -7,8 +7,9 @@ use super::verify::VerifyCall;
 use crate::checks::schema::CompiledSchema;
 use crate::cost::{Budget, Meter, OverBudget};
 use crate::errors::ApiError;
+use crate::keys::SigningIdentity;
 use crate::request::VerifyRequest;
-use crate::{EngineError, Verification};
+use crate::{EngineError, Unsigned, Verification};
 use std::sync::Arc;
 use time::OffsetDateTime;
 
@@ -54,35 +55,75 @@ pub(super) struct Priced<'p> {
     slot: Option<Slot<'p>>,
 }
 
-impl Priced<'_> {
-    /// Run the checks and sign, under the meter the request was priced with.
-    pub(super) async fn run(
+impl<'p> Priced<'p> {
+    /// Run the checks, under the meter the request was priced with; the report is signed
+    /// next ([`Checked::sign`]), so its outcome can go to the store while it is.
+    pub(super) async fn check(
         self,
         s: &Arc<Services>,
         req: &Arc<VerifyRequest>,
         now: OffsetDateTime,
-    ) -> Result<Verification, Refused> {
+    ) -> Result<Checked<'p>, Refused> {
         let signer = s.keys.current();
         let Priced {
             compiled,
             mut meter,
             slot,
         } = self;
-        match slot {
+        let unsigned = match &slot {
             Some(slot) => {
-                let (s, req) = (s.clone(), req.clone());
+                let (s, req, signer) = (s.clone(), req.clone(), signer.clone());
                 slot.run(move || {
+                    let key_version = signer.key_version();
                     s.engine
-                        .verify_metered(&req, &compiled, &mut meter, &signer, now)
+                        .check_metered(&req, &compiled, &mut meter, key_version, now)
                 })
                 .await
                 .map_err(Refused::Error)?
-                .map_err(Refused::from)
+                .map_err(Refused::from)?
             }
             None => s
                 .engine
-                .verify_metered(req, &compiled, &mut meter, &signer, now)
-                .map_err(Refused::from),
+                .check_metered(req, &compiled, &mut meter, signer.key_version(), now)
+                .map_err(Refused::from)?,
+        };
+        Ok(Checked {
+            unsigned,
+            signer,
+            slot,
+        })
+    }
+}
+
+/// A verification whose checks have run, to be signed (on the pool worker it ran on, if any).
+pub(super) struct Checked<'p> {
+    unsigned: Unsigned,
+    signer: Arc<SigningIdentity>,
+    slot: Option<Slot<'p>>,
+}
+
+impl Checked<'_> {
+    /// The report, before its signature.
+    pub(super) fn report(&self) -> &Unsigned {
+        &self.unsigned
+    }
+
+    /// Sign the report and serialize the response.
+    pub(super) async fn sign(self, s: &Arc<Services>) -> Result<Verification, Refused> {
+        let Checked {
+            unsigned,
+            signer,
+            slot,
+        } = self;
+        match slot {
+            Some(slot) => {
+                let s = s.clone();
+                slot.run(move || s.engine.sign(unsigned, &signer))
+                    .await
+                    .map_err(Refused::Error)?
+                    .map_err(Refused::from)
+            }
+            None => s.engine.sign(unsigned, &signer).map_err(Refused::from),
         }
     }
 }

@@ -12,7 +12,8 @@
 //!    unpaid ceiling ([`super::pricing`]); past it the request goes to payment, or is a 422 when
 //!    no payment could buy it.
 //! 4. The checks run, then the free call is claimed and the outcome recorded in one atomic
-//!    step (a lost race wastes one bounded computation and never serves a free answer twice).
+//!    step (a lost race wastes one bounded computation and never serves a free answer twice),
+//!    while the report is signed.
 //!
 //! With a payment, its local checks come first (no network), then the same pricing under the
 //! unpaid ceiling; a request dearer than that is priced under the paid ceiling only after the
@@ -24,7 +25,7 @@ use super::pool::Share;
 use super::pricing::{HEAVY_BODY_BYTES, Refused, price, second_look};
 use super::unpaid::{allowance_spent, over_free_budget, over_free_size, screen, trial};
 use super::{Reply, Resource, Services};
-use crate::Verification;
+use crate::Unsigned;
 use crate::clock::{next_utc_midnight, rfc3339_seconds, utc_day};
 use crate::engine::over_budget_problem;
 use crate::errors::ApiError;
@@ -158,6 +159,7 @@ async fn verify_in<'s>(
     call: VerifyCall<'_>,
     slot: Option<super::pool::Slot<'s>>,
 ) -> Reply {
+    let _counted = s.in_flight.enter();
     if call.payment.is_present() {
         return paid(s, &call, slot).await;
     }
@@ -187,17 +189,34 @@ async fn verify_in<'s>(
         }
         Err(Refused::Invalid(e) | Refused::Error(e)) => return Reply::Error(e),
     };
-    let v = match priced.run(s, &call.request, now).await {
-        Ok(v) => v,
+    let checked = match priced.check(s, &call.request, now).await {
+        Ok(checked) => checked,
         Err(Refused::Over(over)) => return over_free_budget(s, &call.resource, used, over),
         Err(Refused::Invalid(e) | Refused::Error(e)) => return Reply::Error(e),
     };
-    let outcome = outcome_of(&call.request, &v, false);
-    match s
+    let outcome = outcome_of(&call.request, checked.report(), false);
+    let claim = s
         .store
-        .claim_free(call.client, &day, s.config.free_per_day, outcome)
-        .await
-    {
+        .claim_free(call.client, &day, s.config.free_per_day, outcome);
+    let (claimed, signed) = if s.in_flight.alone() {
+        // Alone, the claim goes to the store first (`biased`: its first poll hands it over)
+        // and the report is signed while the store writes it. Signing our own report fails
+        // only by a bug; the free call it claimed is then spent, and the caller is told it is
+        // our failure.
+        tokio::join!(biased; claim, checked.sign(s))
+    } else {
+        // Among other verifications the report is signed first, so the claim joins theirs in
+        // one group commit rather than starting a group of its own.
+        match checked.sign(s).await {
+            Ok(v) => (claim.await, Ok(v)),
+            Err(refused) => return Reply::Error(refusal_error(refused)),
+        }
+    };
+    let v = match signed {
+        Ok(v) => v,
+        Err(refused) => return Reply::Error(refusal_error(refused)),
+    };
+    match claimed {
         Ok(FreeClaim::Granted { used }) => Reply::Answer(super::Answer {
             body: v.body,
             billing: super::Billing::Free {
@@ -296,21 +315,23 @@ async fn paid<'s>(
                 // Dearer work is priced under the paid ceiling once the payment is verified.
                 None => price(s, call, budgets.paid, None)
                     .await
-                    .map_err(paid_refusal)?,
+                    .map_err(refusal_error)?,
             };
-            let v = priced
-                .run(s, &call.request, now)
+            let checked = priced
+                .check(s, &call.request, now)
                 .await
-                .map_err(paid_refusal)?;
-            let outcome = outcome_of(&call.request, &v, true);
+                .map_err(refusal_error)?;
+            let outcome = outcome_of(&call.request, checked.report(), true);
+            let v = checked.sign(s).await.map_err(refusal_error)?;
             Ok((v.body, outcome))
         },
     )
     .await
 }
 
-/// A paid request refused: over the paid ceiling is the caller's problem (422).
-fn paid_refusal(r: Refused) -> ApiError {
+/// A refusal after the request was priced, as the caller's error: over the ceiling it was
+/// priced under is the caller's problem (422).
+fn refusal_error(r: Refused) -> ApiError {
     match r {
         Refused::Over(over) => ApiError::InvalidRequest(vec![over_budget_problem(&over)]),
         Refused::Invalid(e) | Refused::Error(e) => e,
@@ -320,15 +341,15 @@ fn paid_refusal(r: Refused) -> ApiError {
 /// The outcome a verification adds to its agent's history: none for `test-` or absent IDs,
 /// and none for a verification that checked nothing (a schema asserting nothing, no rule, no
 /// bound): it is evidence of nothing, so it cannot move a score.
-fn outcome_of(req: &VerifyRequest, v: &Verification, paid: bool) -> Option<Outcome> {
-    (req.records_history() && v.checks > 0).then(|| Outcome {
+fn outcome_of(req: &VerifyRequest, v: &Unsigned, paid: bool) -> Option<Outcome> {
+    (req.records_history() && v.checks() > 0).then(|| Outcome {
         agent_id: req.agent_id.clone().unwrap_or_default(),
-        verification_id: v.verification_id.clone(),
-        result: if v.passed { "pass" } else { "fail" }.into(),
-        verified_at: v.verified_at.clone(),
-        signed_deliverable: v.signed_deliverable.clone(),
+        verification_id: v.verification_id().to_owned(),
+        result: if v.passed() { "pass" } else { "fail" }.into(),
+        verified_at: v.verified_at().to_owned(),
+        signed_deliverable: v.signed_deliverable().map(str::to_owned),
         paid,
-        checks: u64::try_from(v.checks).unwrap_or(u64::MAX),
+        checks: u64::try_from(v.checks()).unwrap_or(u64::MAX),
     })
 }
 

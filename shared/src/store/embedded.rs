@@ -329,12 +329,16 @@ fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>, mut flushing: Flushing) {
     // When the oldest write not yet in a durable B-tree commit was made.
     let mut dirty_since: Option<Instant> = None;
     loop {
-        let first = match dirty_since {
-            None => match rx.recv() {
+        // A job already waiting means calls are arriving faster than groups commit (load).
+        let waiting = rx.try_recv().ok();
+        let under_load = waiting.is_some();
+        let first = match (waiting, dirty_since) {
+            (Some(job), _) => job,
+            (None, None) => match rx.recv() {
                 Ok(job) => job,
                 Err(_) => return,
             },
-            Some(t) => match rx.recv_timeout(every.saturating_sub(t.elapsed())) {
+            (None, Some(t)) => match rx.recv_timeout(every.saturating_sub(t.elapsed())) {
                 Ok(job) => job,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     // A failed checkpoint is tried again an interval later, not at once.
@@ -361,7 +365,7 @@ fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>, mut flushing: Flushing) {
         let committed = warn_if_slow("group commit", || match &mut flushing {
             Flushing::Journal {
                 journal, next_seq, ..
-            } => commit_journaled(&db, journal, next_seq, &group),
+            } => commit_journaled(&db, journal, next_seq, &group, !under_load),
             Flushing::Periodic(every) => {
                 let durable = dirty_since.is_some_and(|t| t.elapsed() >= *every);
                 apply(&db, &group, durable, None).map(|results| (results, durable))
@@ -395,9 +399,12 @@ fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>, mut flushing: Flushing) {
     }
 }
 
-/// Append `group` to the journal as entry `next_seq` and, while the entry is written to disk,
-/// commit it to the B-tree without an fsync, then flush the entry; an entry the journal has no
-/// room for (or cannot take) is made durable by a durable B-tree commit instead. A group the B-tree refuses is
+/// Append `group` to the journal as entry `next_seq`, commit it to the B-tree without an fsync,
+/// then flush the entry; with `overlap`, the entry's write to disk starts before the B-tree
+/// commit, so its calls wait for the two overlapped (under load this is not done: a shorter
+/// commit only makes the next group smaller, and more groups cost more CPU per call). An entry
+/// the journal has no room for (or cannot take) is made durable by a durable B-tree commit
+/// instead. A group the B-tree refuses is
 /// taken back from the journal, so no replay applies writes whose calls were answered with an
 /// error. The results, and whether the B-tree is now durable.
 fn commit_journaled(
@@ -405,6 +412,7 @@ fn commit_journaled(
     journal: &mut Journal,
     next_seq: &mut u64,
     group: &Group<&Op>,
+    overlap: bool,
 ) -> Result<(Vec<FreeClaim>, bool), String> {
     let seq = *next_seq;
     let appended = serde_json::to_vec(group)
@@ -414,7 +422,9 @@ fn commit_journaled(
     // Whether the entry is on disk, or why it is not.
     let (applied, flushed) = match appended {
         Ok(Appended::Written) => {
-            journal.start_writeback();
+            if overlap {
+                journal.start_writeback();
+            }
             let applied = apply(db, group, false, Some(seq));
             let flushed = journal.flush();
             (applied, flushed.map(|()| true).map_err(|e| e.to_string()))
