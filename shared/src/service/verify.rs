@@ -12,8 +12,8 @@
 //!    unpaid ceiling ([`super::pricing`]); past it the request goes to payment, or is a 422 when
 //!    no payment could buy it.
 //! 4. The checks run, then the free call is claimed and the outcome recorded in one atomic
-//!    step (a lost race wastes one bounded computation and never serves a free answer twice),
-//!    while the report is signed.
+//!    step (a lost race wastes one bounded computation and never serves a free answer twice);
+//!    a verification alone in the process signs its report while the store makes that step.
 //!
 //! With a payment, its local checks come first (no network), then the same pricing under the
 //! unpaid ceiling; a request dearer than that is priced under the paid ceiling only after the
