@@ -404,9 +404,9 @@ fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>, mut flushing: Flushing) {
 /// commit, so its calls wait for the two overlapped (under load this is not done: a shorter
 /// commit only makes the next group smaller, and more groups cost more CPU per call). An entry
 /// the journal has no room for (or cannot take) is made durable by a durable B-tree commit
-/// instead. A group the B-tree refuses is
-/// taken back from the journal, so no replay applies writes whose calls were answered with an
-/// error. The results, and whether the B-tree is now durable.
+/// instead. A group the B-tree refuses is taken back from the journal, so no replay applies
+/// writes whose calls were answered with an error. The results, and whether the B-tree is now
+/// durable.
 fn commit_journaled(
     db: &Database,
     journal: &mut Journal,

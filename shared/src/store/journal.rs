@@ -180,13 +180,12 @@ impl Journal {
         let Some(at) = self.last.take() else {
             return Ok(());
         };
-        let zeroed = self
-            .write_at(at, &[0u8; HEADER])
-            .and_then(|()| self.file.sync_data());
+        let zeroed = self.write_at(at, &[0u8; HEADER]);
         if zeroed.is_err() {
             self.in_order = false;
         }
         zeroed?;
+        self.flush()?;
         self.end = at;
         Ok(())
     }
@@ -267,6 +266,14 @@ mod tests {
         Journal::open(&dir.join("j"), 4096).expect("journal opens")
     }
 
+    /// Each entry's sequence number and payload.
+    fn pairs(entries: &[Entry]) -> Vec<(u64, &[u8])> {
+        entries
+            .iter()
+            .map(|e| (e.seq, e.payload.as_slice()))
+            .collect()
+    }
+
     fn seqs(dir: &Path) -> Vec<u64> {
         journal(dir).1.iter().map(|e| e.seq).collect()
     }
@@ -286,11 +293,7 @@ mod tests {
         assert_eq!(j.used(), 2 * 16 + 5 + 6);
         drop(j);
         let (mut j, found) = journal(dir.path());
-        let read: Vec<(u64, &[u8])> = found
-            .iter()
-            .map(|e| (e.seq, e.payload.as_slice()))
-            .collect();
-        assert_eq!(read, vec![(7, &b"first"[..]), (8, &b"second"[..])]);
+        assert_eq!(pairs(&found), vec![(7, &b"first"[..]), (8, &b"second"[..])]);
         j.reset().expect("reset");
         drop(j);
         assert!(seqs(dir.path()).is_empty());
@@ -348,11 +351,7 @@ mod tests {
         j.append(2, b"applied").expect("append");
         drop(j);
         let found = journal(dir.path()).1;
-        let read: Vec<(u64, &[u8])> = found
-            .iter()
-            .map(|e| (e.seq, e.payload.as_slice()))
-            .collect();
-        assert_eq!(read, vec![(1, &b"kept"[..]), (2, &b"applied"[..])]);
+        assert_eq!(pairs(&found), vec![(1, &b"kept"[..]), (2, &b"applied"[..])]);
     }
 
     #[test]
