@@ -203,3 +203,40 @@ async fn a_restored_database_never_takes_the_journal_of_the_history_it_replaced(
         1
     );
 }
+
+/// A group is answered once its journal entry is on disk, before its B-tree commit; a read
+/// that follows an answer still sees that answer's writes (the caller reads its own writes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_after_an_answer_sees_its_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(dir.path());
+    for i in 0..400u64 {
+        store
+            .claim_free(
+                "203.0.113.9",
+                DAY,
+                u64::MAX,
+                Some(outcome("seller-r", true)),
+            )
+            .await
+            .expect("claim");
+        let history = store.history("seller-r", 0).await.expect("history");
+        assert_eq!(
+            history.passes,
+            i + 1,
+            "the outcome answered before the read"
+        );
+        let answer = PaidAnswer {
+            fingerprint: "f".into(),
+            body: i.to_string(),
+            settlement: "{}".into(),
+        };
+        let id = format!("read-{i}");
+        store
+            .keep_paid_answer(&id, &answer, i64::MAX / 2)
+            .await
+            .expect("keep");
+        let kept = store.paid_answer(&id, 0).await.expect("read");
+        assert_eq!(kept.map(|a| a.body), Some(i.to_string()));
+    }
+}
