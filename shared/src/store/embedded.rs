@@ -329,8 +329,9 @@ impl EmbeddedStore {
 
 /// How the writer makes its commits durable.
 enum Flushing {
-    /// Each group is committed without an fsync, then written to the journal (one small write,
-    /// one `fdatasync`) before it is answered; the B-tree is committed durably at checkpoints.
+    /// Each group is written to the journal (one small write, one `fdatasync`) and to the B-tree
+    /// without an fsync; its calls are answered once the entry is flushed, and its B-tree
+    /// transaction is committed after. The B-tree is committed durably at checkpoints.
     Journal {
         journal: Journal,
         next_seq: u64,
@@ -654,11 +655,7 @@ impl Store for EmbeddedStore {
     }
 
     async fn free_used(&self, client: &str, day: &str) -> Result<u64, StoreError> {
-        // Not behind the gate of answered writes: this count only screens calls before their
-        // work, and the claim that follows is exact. A count one group behind (for the ~20 µs
-        // of that group's commit) lets a call do its free work and then be refused by its
-        // claim, as two calls racing for the last free one already can.
-        let txn = self.db.begin_read().map_err(backend)?;
+        let txn = self.read().await?;
         let table = txn.open_table(allowance::ALLOWANCE).map_err(backend)?;
         Ok(table
             .get((day, client))
