@@ -30,6 +30,7 @@ use redb::{Database, ReadableDatabase, TableDefinition};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -176,13 +177,19 @@ pub struct EmbeddedStore {
     /// The writer's queue (taken when the store is dropped, which ends the writer).
     jobs: Option<mpsc::Sender<Job>>,
     writer: Option<std::thread::JoinHandle<()>>,
-    /// Held by the writer from a group's answers to its B-tree commit: a read waits for it, so a
-    /// caller that got an answer reads its own writes.
-    visible: Visibility,
+    /// What a read waits for, so a caller that got an answer reads its own writes.
+    visible: Arc<Visibility>,
 }
 
-/// The gate between a group's answers and its B-tree commit (see [`EmbeddedStore`]).
-type Visibility = Arc<tokio::sync::RwLock<()>>;
+/// Between a group's answers and its B-tree commit: what reads wait for.
+#[derive(Default)]
+struct Visibility {
+    /// Write-held by the writer from a group's first answer to its commit.
+    gate: tokio::sync::RwLock<()>,
+    /// Set when an answered group could not be committed: the B-tree lacks writes whose calls
+    /// were answered until a restart replays the journal, so reads are refused too.
+    lost: AtomicBool,
+}
 
 impl Drop for EmbeddedStore {
     /// End the writer after its last checkpoint, so the file is closed when this returns.
@@ -296,7 +303,7 @@ impl EmbeddedStore {
         };
         let (tx, rx) = mpsc::channel();
         let writer_db = db.clone();
-        let visible = Visibility::default();
+        let visible = Arc::new(Visibility::default());
         let writer_visible = visible.clone();
         let writer = std::thread::Builder::new()
             .name("store-writer".into())
@@ -312,7 +319,10 @@ impl EmbeddedStore {
 
     /// A read transaction that sees every write whose call was answered.
     async fn read(&self) -> Result<redb::ReadTransaction, StoreError> {
-        let _visible = self.visible.read().await;
+        let _visible = self.visible.gate.read().await;
+        if self.visible.lost.load(Ordering::Acquire) {
+            return Err(StoreError::Unavailable);
+        }
         self.db.begin_read().map_err(backend)
     }
 
@@ -342,7 +352,12 @@ enum Flushing {
     Periodic(Duration),
 }
 
-fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>, mut flushing: Flushing, visible: Visibility) {
+fn writer(
+    db: Arc<Database>,
+    rx: mpsc::Receiver<Job>,
+    mut flushing: Flushing,
+    visible: Arc<Visibility>,
+) {
     let every = match &flushing {
         Flushing::Journal { every, .. } => *every,
         Flushing::Periodic(d) => *d,
@@ -397,14 +412,14 @@ fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>, mut flushing: Flushing, vi
         });
         let (results, durable, pending) = match committed {
             Ok(Committed::Done { results, durable }) => (Ok(results), durable, None),
-            Ok(Committed::Answerable { staged, seq }) => {
+            Ok(Committed::Answerable(staged)) => {
                 let Staged { txn, results } = *staged;
-                (Ok(results), false, Some((txn, seq)))
+                (Ok(results), false, Some(txn))
             }
             Err(e) => (Err(e), false, None),
         };
         // Reads wait from the first answer to the commit.
-        let hiding = pending.as_ref().map(|_| visible.blocking_write());
+        let hiding = pending.as_ref().map(|_| visible.gate.blocking_write());
         match results {
             Ok(results) => {
                 if durable {
@@ -422,10 +437,10 @@ fn writer(db: Arc<Database>, rx: mpsc::Receiver<Job>, mut flushing: Flushing, vi
                 }
             }
         }
-        if let Some((txn, seq)) = pending
-            && !warn_if_slow("group commit", || finish(&db, txn, seq, &group))
+        if let Some(txn) = pending
+            && !warn_if_slow("group commit", || finish(txn))
         {
-            // Reads now see the B-tree without that group, until the restart.
+            visible.lost.store(true, Ordering::Release);
             drop(hiding);
             refuse_all(&rx);
             return;
@@ -479,10 +494,7 @@ fn commit_journaled(
     let staged = match staged {
         Ok(staged) if matches!(flushed, Ok(true)) => {
             *next_seq += 1;
-            return Ok(Committed::Answerable {
-                staged: Box::new(staged),
-                seq,
-            });
+            return Ok(Committed::Answerable(Box::new(staged)));
         }
         staged => staged,
     };
@@ -499,7 +511,13 @@ fn commit_journaled(
     if let Err(e) = &flushed {
         tracing::warn!(error = %e, "the store's journal cannot be written; committing durably instead");
     }
-    flush(db)?;
+    if let Err(e) = flush(db) {
+        // Its calls are answered with an error: no replay may apply the group.
+        if written {
+            take_back(db, journal);
+        }
+        return Err(e);
+    }
     // Everything the journal holds is durable now. A journal that cannot be reset takes no
     // entries until it can: the groups are committed durably meanwhile.
     if let Err(e) = journal.reset() {
@@ -518,26 +536,22 @@ enum Committed {
         results: Vec<FreeClaim>,
         durable: bool,
     },
-    /// Durable by its journal entry `seq`: its calls can be answered, and its B-tree
-    /// transaction is committed after that ([`finish`]).
-    Answerable { staged: Box<Staged>, seq: u64 },
+    /// Durable by its journal entry: its calls can be answered, and its B-tree transaction is
+    /// committed after that ([`finish`]).
+    Answerable(Box<Staged>),
 }
 
 /// Commit the B-tree transaction of a group whose calls were answered (its journal entry is on
-/// disk). A commit that fails is applied again once; when that fails too, the B-tree lacks
-/// writes whose calls were answered, so the store must take no more (false) until a restart
-/// replays its journal, which holds them.
-fn finish(db: &Database, txn: redb::WriteTransaction, seq: u64, group: &Group<&Op>) -> bool {
-    let Err(e) = txn.commit() else {
-        return true;
-    };
-    tracing::warn!(error = %e, "the store could not commit a group it has answered; applying it again");
-    match apply(db, group, false, Some(seq)) {
-        Ok(_) => true,
+/// disk); false when that fails. redb then refuses every later write transaction, and the
+/// B-tree lacks writes whose calls were answered: the store must refuse reads and writes until
+/// a restart replays its journal, which holds them.
+fn finish(txn: redb::WriteTransaction) -> bool {
+    match txn.commit() {
+        Ok(()) => true,
         Err(e) => {
             tracing::error!(
                 error = %e,
-                "the store cannot apply a group it has answered (its journal keeps it): it takes no writes until a restart replays the journal"
+                "the store cannot commit a group it has answered (its journal keeps it): it refuses reads and writes until a restart replays the journal"
             );
             false
         }

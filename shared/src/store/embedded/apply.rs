@@ -105,7 +105,8 @@ pub(super) fn stage(
     }
     let mut results = Vec::with_capacity(ops.len());
     {
-        // Each opened when a write first needs it: a group of free claims opens four of nine.
+        // Each opened when a write first needs it: a group of free claims opens four of nine
+        // (five with a signed deliverable).
         let mut allowance = LazyTable::new(&txn, allowance::ALLOWANCE);
         let mut agents = LazyTable::new(&txn, AGENTS);
         let mut outcomes = LazyTable::new(&txn, OUTCOMES);
