@@ -8,7 +8,7 @@ use super::{
     Op, PAYMENT_EXPIRY, PAYMENT_STATES, PAYMENTS, PRUNE_PER_BATCH,
 };
 use crate::store::{FreeClaim, PaymentState};
-use redb::{Database, ReadableTable};
+use redb::{Database, Key, ReadableTable, Value};
 
 /// Drop a few claims whose keeping time has passed.
 fn prune_payments(
@@ -62,6 +62,13 @@ fn prune_allowance(
         )?;
     }
     Ok(())
+}
+
+/// `lazy`'s table, opened now if no write needed it before; its error as the writer reports it.
+fn table<'a, 't, K: Key + 'static, V: Value + 'static>(
+    lazy: &'a mut LazyTable<'t, K, V>,
+) -> Result<&'a mut redb::Table<'t, K, V>, String> {
+    lazy.open().map_err(|e| e.to_string())
 }
 
 /// Apply a group's writes in one write transaction and commit it; see [`stage`].
@@ -119,10 +126,10 @@ pub(super) fn stage(
         // only a group with one prunes, first, as before each of its payment writes.
         if ops.iter().any(|op| op.is_payment()) {
             prune_payments(
-                payments.open().map_err(|e| e.to_string())?,
-                states.open().map_err(|e| e.to_string())?,
-                expiry.open().map_err(|e| e.to_string())?,
-                answers.open().map_err(|e| e.to_string())?,
+                table(&mut payments)?,
+                table(&mut states)?,
+                table(&mut expiry)?,
+                table(&mut answers)?,
                 group.now,
             )
             .map_err(|e| e.to_string())?;
@@ -141,9 +148,7 @@ pub(super) fn stage(
                 } => {
                     let row =
                         allowance::split_claim_key(key).ok_or("a free claim's key has no day")?;
-                    let used = allowance
-                        .open()
-                        .map_err(|e| e.to_string())?
+                    let used = table(&mut allowance)?
                         .get(row)
                         .map_err(|e| e.to_string())?
                         .map_or(0, |g| g.value());
@@ -151,37 +156,27 @@ pub(super) fn stage(
                         results.push(FreeClaim::Exhausted { used });
                         continue;
                     }
-                    allowance
-                        .open()
-                        .map_err(|e| e.to_string())?
+                    table(&mut allowance)?
                         .insert(row, used + 1)
                         .map_err(|e| e.to_string())?;
                     (outcome.as_ref(), FreeClaim::Granted { used: used + 1 })
                 }
                 Op::Record { outcome } => (Some(outcome), FreeClaim::Granted { used: 0 }),
                 Op::Payment { key, keep_until } => {
-                    let seen = payments
-                        .open()
-                        .map_err(|e| e.to_string())?
+                    let seen = table(&mut payments)?
                         .get(key.as_str())
                         .map_err(|e| e.to_string())?
                         .is_some();
                     if seen {
                         results.push(FreeClaim::Exhausted { used: 1 });
                     } else {
-                        payments
-                            .open()
-                            .map_err(|e| e.to_string())?
+                        table(&mut payments)?
                             .insert(key.as_str(), *keep_until)
                             .map_err(|e| e.to_string())?;
-                        states
-                            .open()
-                            .map_err(|e| e.to_string())?
+                        table(&mut states)?
                             .insert(key.as_str(), PaymentState::Claimed.as_str())
                             .map_err(|e| e.to_string())?;
-                        expiry
-                            .open()
-                            .map_err(|e| e.to_string())?
+                        table(&mut expiry)?
                             .insert((*keep_until, key.as_str()), ())
                             .map_err(|e| e.to_string())?;
                         results.push(FreeClaim::Granted { used: 1 });
@@ -189,23 +184,17 @@ pub(super) fn stage(
                     continue;
                 }
                 Op::Advance { key, from, to } => {
-                    let claimed = payments
-                        .open()
-                        .map_err(|e| e.to_string())?
+                    let claimed = table(&mut payments)?
                         .get(key.as_str())
                         .map_err(|e| e.to_string())?
                         .is_some();
-                    let current = states
-                        .open()
-                        .map_err(|e| e.to_string())?
+                    let current = table(&mut states)?
                         .get(key.as_str())
                         .map_err(|e| e.to_string())?
                         .map(|g| g.value().to_owned());
                     let current = current.as_deref().unwrap_or(PaymentState::Settled.as_str());
                     if claimed && current == from.as_str() {
-                        states
-                            .open()
-                            .map_err(|e| e.to_string())?
+                        table(&mut states)?
                             .insert(key.as_str(), to.as_str())
                             .map_err(|e| e.to_string())?;
                         results.push(FreeClaim::Granted { used: 1 });
@@ -215,21 +204,15 @@ pub(super) fn stage(
                     continue;
                 }
                 Op::Release { key } => {
-                    states
-                        .open()
-                        .map_err(|e| e.to_string())?
+                    table(&mut states)?
                         .remove(key.as_str())
                         .map_err(|e| e.to_string())?;
-                    let kept = payments
-                        .open()
-                        .map_err(|e| e.to_string())?
+                    let kept = table(&mut payments)?
                         .remove(key.as_str())
                         .map_err(|e| e.to_string())?
                         .map(|g| g.value());
                     if let Some(until) = kept {
-                        expiry
-                            .open()
-                            .map_err(|e| e.to_string())?
+                        table(&mut expiry)?
                             .remove((until, key.as_str()))
                             .map_err(|e| e.to_string())?;
                     }
@@ -241,22 +224,16 @@ pub(super) fn stage(
                     kept,
                     keep_until,
                 } => {
-                    let present = answers
-                        .open()
-                        .map_err(|e| e.to_string())?
+                    let present = table(&mut answers)?
                         .get(id.as_str())
                         .map_err(|e| e.to_string())?
                         .is_some();
                     if !present {
-                        answers
-                            .open()
-                            .map_err(|e| e.to_string())?
+                        table(&mut answers)?
                             .insert(id.as_str(), kept.as_slice())
                             .map_err(|e| e.to_string())?;
                         let marker = format!("{ANSWER_PREFIX}{id}");
-                        expiry
-                            .open()
-                            .map_err(|e| e.to_string())?
+                        table(&mut expiry)?
                             .insert((*keep_until, marker.as_str()), ())
                             .map_err(|e| e.to_string())?;
                     }
@@ -265,18 +242,14 @@ pub(super) fn stage(
                 }
             };
             let seen = match outcome.and_then(|o| o.signed_deliverable.as_deref()) {
-                Some(d) => deliverables
-                    .open()
-                    .map_err(|e| e.to_string())?
+                Some(d) => table(&mut deliverables)?
                     .insert(d, ())
                     .map_err(|e| e.to_string())?
                     .is_some(),
                 None => false,
             };
             if let Some(o) = outcome.filter(|_| !seen) {
-                let mut stats: AgentStats = agents
-                    .open()
-                    .map_err(|e| e.to_string())?
+                let mut stats: AgentStats = table(&mut agents)?
                     .get(o.agent_id.as_str())
                     .map_err(|e| e.to_string())?
                     .and_then(|g| serde_json::from_slice(g.value()).ok())
@@ -295,15 +268,11 @@ pub(super) fn stage(
                 let seq = stats.next_seq;
                 stats.next_seq += 1;
                 let record = serde_json::to_vec(o).map_err(|e| e.to_string())?;
-                outcomes
-                    .open()
-                    .map_err(|e| e.to_string())?
+                table(&mut outcomes)?
                     .insert((o.agent_id.as_str(), seq), record.as_slice())
                     .map_err(|e| e.to_string())?;
                 let stats_bytes = serde_json::to_vec(&stats).map_err(|e| e.to_string())?;
-                agents
-                    .open()
-                    .map_err(|e| e.to_string())?
+                table(&mut agents)?
                     .insert(o.agent_id.as_str(), stats_bytes.as_slice())
                     .map_err(|e| e.to_string())?;
             }
