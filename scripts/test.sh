@@ -17,6 +17,15 @@ VENV=$ROOT/.venv
 source scripts/components.sh
 trap components_stop EXIT
 
+# A clean run writes about 4 GB into the project (target/ 2.2 GB, ./.venv and ./.venv-sam 0.9 GB,
+# node_modules 0.7 GB) and about 0.8 GB into the cargo and npm download caches. Say so up front:
+# a full disk otherwise shows up as an I/O error from rustc halfway through the build.
+free_mb=$(df -Pm . | awk 'NR == 2 { print $4 }')
+echo "free disk where the project is: ${free_mb} MB"
+if [ "${free_mb:-0}" -lt 5000 ]; then
+  echo "warning: under 5 GB free; a clean run needs about 4 GB here and 0.8 GB of download caches" >&2
+fi
+
 if [ -z "${FAST:-}" ]; then
   step "rustfmt"
   cargo fmt --all -- --check
