@@ -186,8 +186,10 @@ pub struct EmbeddedStore {
 struct Visibility {
     /// Write-held by the writer from a group's first answer to its commit.
     gate: tokio::sync::RwLock<()>,
-    /// Set when an answered group could not be committed: the B-tree lacks writes whose calls
-    /// were answered until a restart replays the journal, so reads are refused too.
+    /// Set when the B-tree no longer matches what calls were told, until a restart: an answered
+    /// group could not be committed (the restart replays it from the journal), or a group whose
+    /// calls got an error is in it (its durable commit failed; the restart drops it). Reads are
+    /// refused too.
     lost: AtomicBool,
 }
 
@@ -408,6 +410,7 @@ fn writer(
                 let durable = dirty_since.is_some_and(|t| t.elapsed() >= *every);
                 apply(&db, &group, durable, None)
                     .map(|results| Committed::Done { results, durable })
+                    .map_err(GroupError::Refused)
             }
         });
         let (results, durable, pending) = match committed {
@@ -416,7 +419,15 @@ fn writer(
                 let Staged { txn, results } = *staged;
                 (Ok(results), false, Some(txn))
             }
-            Err(e) => (Err(e), false, None),
+            Err(GroupError::Refused(e)) => (Err(e), false, None),
+            Err(GroupError::Stranded(e)) => {
+                visible.lost.store(true, Ordering::Release);
+                for reply in replies {
+                    let _ = reply.send(Err(StoreError::Backend(e.clone())));
+                }
+                refuse_all(&rx);
+                return;
+            }
         };
         // Reads wait from the first answer to the commit.
         let hiding = pending.as_ref().map(|_| visible.gate.blocking_write());
@@ -471,7 +482,7 @@ fn commit_journaled(
     next_seq: &mut u64,
     group: &Group<&Op>,
     overlap: bool,
-) -> Result<Committed, String> {
+) -> Result<Committed, GroupError> {
     let seq = *next_seq;
     let appended = serde_json::to_vec(group)
         .map_err(|e| e.to_string())
@@ -504,20 +515,21 @@ fn commit_journaled(
             if written {
                 take_back(db, journal);
             }
-            return Err(e);
+            return Err(GroupError::Refused(e));
         }
     };
-    *next_seq += 1;
     if let Err(e) = &flushed {
         tracing::warn!(error = %e, "the store's journal cannot be written; committing durably instead");
     }
     if let Err(e) = flush(db) {
-        // Its calls are answered with an error: no replay may apply the group.
+        // Its calls are answered with an error: no replay may apply the group, and the B-tree,
+        // which shows it until a restart, is not read again.
         if written {
             take_back(db, journal);
         }
-        return Err(e);
+        return Err(GroupError::Stranded(e));
     }
+    *next_seq += 1;
     // Everything the journal holds is durable now. A journal that cannot be reset takes no
     // entries until it can: the groups are committed durably meanwhile.
     if let Err(e) = journal.reset() {
@@ -527,6 +539,16 @@ fn commit_journaled(
         results,
         durable: true,
     })
+}
+
+/// Why a group's calls are answered with an error.
+enum GroupError {
+    /// Nothing of the group is in the B-tree: the store goes on.
+    Refused(String),
+    /// The group's commit succeeded but the durable one after it failed: the B-tree shows writes
+    /// whose calls are told they failed (until a restart drops them) and redb refuses every
+    /// later write transaction, so the store refuses reads and writes until a restart.
+    Stranded(String),
 }
 
 /// What the writer made of a group.
