@@ -6,60 +6,23 @@
 
 #![cfg(unix)]
 
-use std::time::Duration;
-use verifier_core::store::embedded::{Durability, EmbeddedStore};
-use verifier_core::store::{Outcome, Store};
+mod disk_fault;
+
+use disk_fault::{btree_file_size, limit_file_size, open_store, outcome};
+use verifier_core::store::Store;
 
 const DAY: &str = "2026-12-06";
-
-fn outcome(agent: &str, deliverable: Option<String>) -> Outcome {
-    Outcome {
-        agent_id: agent.into(),
-        verification_id: uuid::Uuid::new_v4().to_string(),
-        result: "pass".into(),
-        verified_at: "2026-12-06T10:00:00.000000+00:00".into(),
-        signed_deliverable: deliverable,
-        paid: false,
-        checks: 3,
-    }
-}
-
-/// Limit the size of any file this process writes (`None`: no limit).
-fn limit_file_size(bytes: Option<u64>) {
-    let limit = libc::rlimit {
-        rlim_cur: bytes.unwrap_or(libc::RLIM_INFINITY),
-        rlim_max: libc::RLIM_INFINITY,
-    };
-    // SAFETY: plain system calls with a valid pointer to a local. SIGXFSZ is ignored so a
-    // write past the limit fails with EFBIG instead of ending the process.
-    let set = unsafe {
-        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-        libc::setrlimit(libc::RLIMIT_FSIZE, &limit)
-    };
-    assert_eq!(set, 0, "setrlimit");
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_too_large_for_the_journal_that_the_disk_refuses_is_not_kept() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let open = || {
-        EmbeddedStore::open_with_checkpoints(
-            dir.path(),
-            Durability::Sync,
-            Duration::from_secs(3600),
-        )
-        .expect("store opens")
-    };
-    let store = open();
+    let store = open_store(dir.path());
     // Answered: in the journal, not yet in a durable B-tree commit.
     store
         .claim_free("198.51.100.1", DAY, 10, Some(outcome("seller-kept", None)))
         .await
         .expect("the first claim is granted");
-    let size = std::fs::metadata(dir.path().join("verifier.redb"))
-        .expect("the store's file")
-        .len();
-    limit_file_size(Some(size));
+    limit_file_size(Some(btree_file_size(dir.path())));
     // More than the journal's 4 MiB, so the B-tree must take it durably, and grow its file.
     let large = "x".repeat(5 * 1024 * 1024);
     let error = store
@@ -76,7 +39,7 @@ async fn a_group_too_large_for_the_journal_that_the_disk_refuses_is_not_kept() {
     assert_ne!(store.free_used("203.0.113.7", DAY).await.ok(), Some(1));
     drop(store);
     limit_file_size(None);
-    let reopened = open();
+    let reopened = open_store(dir.path());
     assert_eq!(reopened.free_used("198.51.100.1", DAY).await.ok(), Some(1));
     assert_eq!(reopened.free_used("203.0.113.7", DAY).await.ok(), Some(0));
     let kept = reopened.history("seller-kept", 10).await.expect("history");

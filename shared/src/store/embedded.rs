@@ -421,12 +421,9 @@ fn writer(
             }
             Err(GroupError::Refused(e)) => (Err(e), false, None),
             Err(GroupError::Stranded(e)) => {
+                // Before its calls hear of the error, so none of them reads the group.
                 visible.lost.store(true, Ordering::Release);
-                for reply in replies {
-                    let _ = reply.send(Err(StoreError::Backend(e.clone())));
-                }
-                refuse_all(&rx);
-                return;
+                (Err(e), false, None)
             }
         };
         // Reads wait from the first answer to the commit.
@@ -452,11 +449,12 @@ fn writer(
             && !warn_if_slow("group commit", || finish(txn))
         {
             visible.lost.store(true, Ordering::Release);
-            drop(hiding);
+        }
+        drop(hiding);
+        if visible.lost.load(Ordering::Acquire) {
             refuse_all(&rx);
             return;
         }
-        drop(hiding);
         drop(group);
         if let Flushing::Journal { journal, .. } = &flushing
             && (journal.used() >= journal.capacity() / 2
