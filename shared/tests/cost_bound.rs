@@ -283,6 +283,73 @@ fn adversarial() -> Vec<(String, Vec<u8>)> {
             v
         },
     );
+    // Issue 35: contentMediaType/contentEncoding, which drafts 6 and 7 assert by decoding and
+    // parsing the string at every application, through a fan-out of $refs.
+    let draft7 = "http://json-schema.org/draft-07/schema#";
+    let fan_out = |leaf: Value| {
+        let d1: Vec<Value> = (0..6)
+            .map(|_| json!({"$ref": "#/definitions/d0"}))
+            .collect();
+        let d2: Vec<Value> = (0..6)
+            .map(|_| json!({"$ref": "#/definitions/d1"}))
+            .collect();
+        json!({"$schema": draft7, "definitions": {"d0": leaf, "d1": {"allOf": d1}, "d2": {"allOf": d2}},
+               "$ref": "#/definitions/d2"})
+    };
+    let zeros = format!("[{}0]", "0,".repeat(8_000));
+    let objects = format!("[{}{{}}]", "{\"a\":{\"b\":[1,2]}},".repeat(1_000));
+    let nested = format!(
+        "[{}0]",
+        format!("{}{},", "[".repeat(100), "]".repeat(100)).repeat(80)
+    );
+    add(
+        "contentMediaType json × 36 applications × a 16 KB array",
+        fan_out(json!({"contentMediaType": "application/json"})),
+        json!(zeros),
+    );
+    add(
+        "contentMediaType json × 36 applications × objects",
+        fan_out(json!({"contentMediaType": "application/json"})),
+        json!(objects),
+    );
+    add(
+        "contentMediaType json × 36 applications × arrays nested 100 deep",
+        fan_out(json!({"contentMediaType": "application/json"})),
+        json!(nested),
+    );
+    add(
+        "contentMediaType json × 36 applications × invalid JSON (every one an error)",
+        fan_out(json!({"contentMediaType": "application/json"})),
+        json!(format!("{zeros}x")),
+    );
+    {
+        use base64::Engine as _;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&objects);
+        add(
+            "contentEncoding base64 + contentMediaType json × 36 applications",
+            fan_out(json!({"contentEncoding": "base64", "contentMediaType": "application/json"})),
+            json!(encoded),
+        );
+        add(
+            "contentEncoding base16 in lower case × 36 applications",
+            fan_out(json!({"contentEncoding": "base16"})),
+            json!(hex::encode(&zeros)),
+        );
+    }
+    add(
+        "contentMediaType json on many strings of an array",
+        json!({"$schema": draft7, "items": {"contentMediaType": "application/json"}}),
+        json!(
+            (0..200)
+                .map(|_| format!("[{}0]", "[],".repeat(20)))
+                .collect::<Vec<_>>()
+        ),
+    );
+    add(
+        "contentMediaType json in draft 2020-12 (an annotation: no parse)",
+        json!({"items": {"contentMediaType": "application/json", "contentEncoding": "base64"}}),
+        json!((0..10).map(|_| zeros.clone()).collect::<Vec<_>>()),
+    );
     out
 }
 

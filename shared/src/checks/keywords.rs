@@ -50,6 +50,9 @@ pub struct Keywords<'s> {
     pub additional_properties: Option<&'s Value>,
     pub unevaluated_properties: Option<&'s Value>,
     pub property_names: Option<&'s Value>,
+    pub content_media_type: Option<&'s Value>,
+    pub content_encoding: Option<&'s Value>,
+    pub content_schema: Option<&'s Value>,
 }
 
 impl<'s> Keywords<'s> {
@@ -99,11 +102,71 @@ impl<'s> Keywords<'s> {
                 "additionalProperties" => &mut k.additional_properties,
                 "unevaluatedProperties" => &mut k.unevaluated_properties,
                 "propertyNames" => &mut k.property_names,
+                "contentMediaType" => &mut k.content_media_type,
+                "contentEncoding" => &mut k.content_encoding,
+                "contentSchema" => &mut k.content_schema,
                 _ => continue,
             };
             *slot = Some(value);
         }
         k
+    }
+
+    /// Every slot, found or not.
+    pub fn slots(&self) -> [Option<&'s Value>; 44] {
+        [
+            self.reference,
+            self.dynamic_ref,
+            self.recursive_ref,
+            self.all_of,
+            self.any_of,
+            self.one_of,
+            self.not,
+            self.if_,
+            self.then,
+            self.else_,
+            self.type_,
+            self.enum_,
+            self.const_,
+            self.minimum,
+            self.maximum,
+            self.multiple_of,
+            self.exclusive_minimum,
+            self.exclusive_maximum,
+            self.min_length,
+            self.max_length,
+            self.pattern,
+            self.format,
+            self.prefix_items,
+            self.items,
+            self.additional_items,
+            self.contains,
+            self.unevaluated_items,
+            self.min_items,
+            self.max_items,
+            self.unique_items,
+            self.min_properties,
+            self.max_properties,
+            self.required,
+            self.dependent_required,
+            self.dependencies,
+            self.dependent_schemas,
+            self.properties,
+            self.pattern_properties,
+            self.additional_properties,
+            self.unevaluated_properties,
+            self.property_names,
+            self.content_media_type,
+            self.content_encoding,
+            self.content_schema,
+        ]
+    }
+
+    /// Whether the walks read the keyword `name` (a schema object of that one member fills a slot).
+    pub fn reads(name: &str) -> bool {
+        let mut map = Map::new();
+        map.insert(name.to_owned(), Value::Bool(true));
+        Keywords::of(&map).slots().iter().any(Option::is_some)
     }
 }
 

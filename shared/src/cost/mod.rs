@@ -14,6 +14,7 @@
 //! the estimate itself stays cheap: it never walks further than the budget it guards.
 
 pub mod calibration;
+pub mod keywords;
 pub mod patterns;
 pub mod request;
 pub mod size;
@@ -92,13 +93,15 @@ pub enum Part {
     Rules,
     /// Strict content checks.
     Content,
+    /// `contentEncoding`/`contentMediaType`: decoding strings and parsing them as JSON.
+    ContentKeywords,
     /// The four hashes, the report and its signature.
     Receipt,
 }
 
 impl Part {
     /// Every part, in report order.
-    pub const ALL: [Part; 10] = [
+    pub const ALL: [Part; 11] = [
         Part::Parse,
         Part::SchemaCompile,
         Part::Patterns,
@@ -108,6 +111,7 @@ impl Part {
         Part::SchemaErrors,
         Part::Rules,
         Part::Content,
+        Part::ContentKeywords,
         Part::Receipt,
     ];
 
@@ -120,9 +124,11 @@ impl Part {
         match self {
             Part::Parse | Part::Receipt => "body",
             Part::SchemaCompile | Part::Patterns | Part::SchemaWalk => "expected_schema",
-            Part::Formats | Part::ValueChecks | Part::SchemaErrors | Part::Content => {
-                "submitted_output"
-            }
+            Part::Formats
+            | Part::ValueChecks
+            | Part::SchemaErrors
+            | Part::Content
+            | Part::ContentKeywords => "submitted_output",
             Part::Rules => "rules",
         }
     }
@@ -139,6 +145,7 @@ impl Part {
             Part::SchemaErrors => "schema_errors",
             Part::Rules => "rules",
             Part::Content => "content",
+            Part::ContentKeywords => "content_keywords",
             Part::Receipt => "receipt",
         }
     }
@@ -157,6 +164,9 @@ impl Part {
             Part::SchemaErrors => "collecting and reporting the output's schema errors",
             Part::Rules => "running the rules and bounds over the output",
             Part::Content => "running the content checks over the output",
+            Part::ContentKeywords => {
+                "decoding the output's strings and parsing them as JSON for contentEncoding and contentMediaType"
+            }
             Part::Receipt => "hashing, reporting and signing the result",
         }
     }
@@ -183,6 +193,9 @@ impl Part {
                 "Send fewer rules or bounds, or split the output across several requests."
             }
             Part::Content => "Verify a smaller output.",
+            Part::ContentKeywords => {
+                "Apply contentMediaType/contentEncoding to fewer or shorter strings (drafts 6 and 7 check them at every application; from 2019-09 on they only annotate), or verify a smaller output."
+            }
         }
     }
 }

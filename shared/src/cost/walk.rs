@@ -150,6 +150,7 @@ pub fn price(
         statics,
         formats,
         legacy: matches!(index.draft(), Draft::Draft4 | Draft::Draft6 | Draft::Draft7),
+        asserts_content: matches!(index.draft(), Draft::Draft6 | Draft::Draft7),
         meter,
         memo: FxHashMap::with_capacity_and_hasher(1024, Default::default()),
         arrays: FxHashMap::default(),
@@ -165,7 +166,8 @@ pub fn price(
             .walk
             .saturating_add(acc.patterns)
             .saturating_add(acc.formats)
-            .saturating_add(acc.values),
+            .saturating_add(acc.values)
+            .saturating_add(acc.content),
     })
 }
 
@@ -193,6 +195,10 @@ struct Acc {
     formats: u64,
     values: u64,
     formats_mem: u64,
+    /// CPU of `contentEncoding`/`contentMediaType` (decoding and parsing strings).
+    content: u64,
+    /// The largest tree one content check builds and drops again (a transient peak).
+    content_peak: u64,
     errors: u64,
     apps: u64,
 }
@@ -204,6 +210,8 @@ impl Acc {
         self.formats = self.formats.saturating_add(o.formats);
         self.values = self.values.saturating_add(o.values);
         self.formats_mem = self.formats_mem.saturating_add(o.formats_mem);
+        self.content = self.content.saturating_add(o.content);
+        self.content_peak = self.content_peak.max(o.content_peak);
         self.errors = self.errors.saturating_add(o.errors);
         self.apps = self.apps.saturating_add(o.apps);
     }
@@ -214,6 +222,7 @@ impl Acc {
             patterns: self.patterns,
             formats: self.formats,
             values: self.values,
+            content: self.content,
             ..Acc::default()
         }
     }
@@ -222,7 +231,9 @@ impl Acc {
         meter.charge(Part::SchemaWalk, Cost::cpu(self.walk))?;
         meter.charge(Part::Patterns, Cost::cpu(self.patterns))?;
         meter.charge(Part::Formats, Cost::new(self.formats, self.formats_mem))?;
-        meter.charge(Part::ValueChecks, Cost::cpu(self.values))
+        meter.charge(Part::ValueChecks, Cost::cpu(self.values))?;
+        meter.charge(Part::ContentKeywords, Cost::cpu(self.content))?;
+        meter.charge_transient(Part::ContentKeywords, self.content_peak)
     }
 }
 
@@ -235,6 +246,9 @@ struct Walk<'s, 'm> {
     statics: &'s StaticCosts,
     formats: bool,
     legacy: bool,
+    /// Whether `contentEncoding`/`contentMediaType` assert (drafts 6 and 7; later drafts only
+    /// annotate with them).
+    asserts_content: bool,
     meter: &'m mut Meter,
     /// Priced pairs; `None` while a pair is being priced (a cycle back to it costs one
     /// application, as the validator stops there too).
@@ -494,6 +508,9 @@ impl<'s> Walk<'s, '_> {
             own.walk = own.walk.saturating_add(c::CHARS_NS_PER_BYTE * n);
             own.errors += 1;
         }
+        if self.asserts_content {
+            content(k, n, own);
+        }
     }
 
     fn array<'i>(
@@ -637,6 +654,32 @@ impl<'s> Walk<'s, '_> {
             .count() as u64;
         Ok(())
     }
+}
+
+/// `contentEncoding` and `contentMediaType` over a string of `n` bytes (drafts 6 and 7): the
+/// string is decoded, then the decoded text parsed as JSON, at every application. Any media
+/// type or encoding is priced as the dearest one the validator knows (`application/json`,
+/// base16 in lower case): an unknown one compiles to no check, and costs less.
+fn content(k: &Keywords<'_>, n: u64, own: &mut Acc) {
+    let media = matches!(k.content_media_type, Some(Value::String(_)));
+    let encoding = matches!(k.content_encoding, Some(Value::String(_)));
+    if !(media || encoding) {
+        return;
+    }
+    let mut ns = c::CONTENT_KEYWORD_BASE_NS;
+    let mut peak = 0u64;
+    if encoding {
+        ns = ns.saturating_add(c::CONTENT_DECODE_NS_PER_BYTE.saturating_mul(n));
+        peak = peak.saturating_add(c::CONTENT_DECODE_BYTES_PER_BYTE.saturating_mul(n));
+    }
+    if media {
+        // Decoding never makes the text longer than the string.
+        ns = ns.saturating_add(c::CONTENT_JSON_NS_PER_BYTE.saturating_mul(n));
+        peak = peak.saturating_add(c::CONTENT_JSON_BYTES_PER_BYTE.saturating_mul(n));
+    }
+    own.content = own.content.saturating_add(ns);
+    own.content_peak = own.content_peak.max(peak);
+    own.errors += 1;
 }
 
 #[cfg(test)]
