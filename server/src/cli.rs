@@ -147,6 +147,11 @@ pub struct ServeOpts {
     /// Memory ceiling (MiB) of a paid verification.
     #[arg(long, env = "VERIFIER_PAID_MEMORY_MIB", default_value_t = 128)]
     pub paid_memory_mib: u64,
+    /// How much slower per operation this machine is than the cost model's reference machine
+    /// (CPU estimates are multiplied by it; `cargo run --release -p verifier-core --example
+    /// calibrate` measures it). 0.001 to 1000.
+    #[arg(long, env = "VERIFIER_COST_SCALE", default_value = "1", value_parser = parse_cost_scale)]
+    pub cost_scale: u64,
     /// IPv6 callers share one free allowance per network of this prefix length (IPv4: one per
     /// address).
     #[arg(long, env = "VERIFIER_IPV6_PREFIX", default_value_t = 64, value_parser = clap::value_parser!(u8).range(16..=128))]
@@ -231,4 +236,10 @@ pub struct ReceiptOpts {
     /// The agent card URL to fetch the keys from.
     #[arg(long)]
     pub agent_card: Option<String>,
+}
+
+/// `--cost-scale`: a number from 0.001 to 1000, kept in millionths.
+fn parse_cost_scale(text: &str) -> Result<u64, String> {
+    verifier_core::config::cost_scale_ppm(text)
+        .ok_or_else(|| "a number from 0.001 to 1000 (1: as fast as the reference machine)".into())
 }

@@ -46,6 +46,7 @@ impl LocalServer {
         let engine = Engine::new(EngineConfig {
             public_url: self.config.public_url.clone(),
             cache_bytes: self.schema_cache_bytes,
+            cost_scale_ppm: self.config.cost_scale_ppm,
             ..EngineConfig::default()
         });
         Arc::new(Services {
@@ -224,6 +225,7 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
         }
         .ordered(),
         ipv6_prefix: opts.ipv6_prefix,
+        cost_scale_ppm: opts.cost_scale,
     };
     if config.pay_to_base.is_none() && config.pay_to_solana.is_none() {
         tracing::warn!(

@@ -76,46 +76,6 @@ fn measure(runs: usize, mut work: impl FnMut()) -> (u64, u64) {
     (best, peak as u64)
 }
 
-/// One unit's result: the worst variant's cost per unit against the model's constant.
-struct Line {
-    name: &'static str,
-    unit: &'static str,
-    constant: f64,
-    worst: f64,
-    worst_variant: String,
-}
-
-impl Line {
-    fn new(name: &'static str, unit: &'static str, constant: u64) -> Self {
-        Line {
-            name,
-            unit,
-            constant: constant as f64,
-            worst: 0.0,
-            worst_variant: String::new(),
-        }
-    }
-
-    fn record(&mut self, variant: &str, per_unit: f64) {
-        if per_unit > self.worst {
-            self.worst = per_unit;
-            self.worst_variant = variant.to_owned();
-        }
-    }
-
-    fn print(&self) {
-        println!(
-            "{:<34} {:>9.2} {:<10} constant {:>6}  margin {:>5.2}x  (worst: {})",
-            self.name,
-            self.worst,
-            self.unit,
-            self.constant,
-            self.constant / self.worst.max(f64::MIN_POSITIVE),
-            self.worst_variant
-        );
-    }
-}
-
 /// JSON texts of `n` bytes built to be costly to parse: many small values, long numbers,
 /// escapes, unique keys, deep nesting.
 fn json_texts(n: usize) -> Vec<(&'static str, String)> {
@@ -199,94 +159,145 @@ fn validator(draft: &str, schema: Value) -> jsonschema::Validator {
 
 const DRAFT7: &str = "http://json-schema.org/draft-07/schema#";
 
-fn content_keywords(runs: usize, n: usize) -> Vec<Line> {
-    let mut parse_ns = Line::new(
-        "contentMediaType json, CPU",
-        "ns/byte",
-        c::CONTENT_JSON_NS_PER_BYTE,
-    );
-    let mut parse_mem = Line::new(
-        "contentMediaType json, memory",
-        "bytes/byte",
-        c::CONTENT_JSON_BYTES_PER_BYTE,
-    );
-    let mut decode_ns = Line::new(
-        "contentEncoding, CPU",
-        "ns/byte",
-        c::CONTENT_DECODE_NS_PER_BYTE,
-    );
-    let mut decode_mem = Line::new(
-        "contentEncoding, memory",
-        "bytes/byte",
-        c::CONTENT_DECODE_BYTES_PER_BYTE,
-    );
+/// A variant measured against the model's estimate for it.
+struct Variant {
+    name: String,
+    cpu_ns: u64,
+    model_ns: u64,
+    peak: u64,
+    model_peak: u64,
+}
+
+impl Variant {
+    fn margins(&self) -> (f64, f64) {
+        (
+            self.model_ns as f64 / self.cpu_ns.max(1) as f64,
+            self.model_peak as f64 / self.peak.max(1) as f64,
+        )
+    }
+
+    fn print(&self) {
+        let (cpu, mem) = self.margins();
+        println!(
+            "  {:<44} cpu {:>8.1} µs model {:>8.1} µs margin {:>5.2}x   peak {:>7} KiB model {:>7} KiB margin {:>5.2}x",
+            self.name,
+            self.cpu_ns as f64 / 1e3,
+            self.model_ns as f64 / 1e3,
+            cpu,
+            self.peak >> 10,
+            self.model_peak >> 10,
+            mem
+        );
+    }
+}
+
+/// `contentMediaType`/`contentEncoding` in draft 7: each variant's measured CPU and peak
+/// against `cost::content::check_cost` for it; the per-unit lines say what the purest variants
+/// imply for each constant.
+fn content_keywords(runs: usize, n: usize) -> Vec<Variant> {
+    use verifier_core::cost::content::{TextShape, check_cost};
+    let mut out = Vec::new();
     let media = validator(DRAFT7, json!({"contentMediaType": "application/json"}));
+    let mut units: Vec<String> = Vec::new();
     for (name, text) in json_texts(n) {
+        let shape = TextShape::of(&text);
         let instance = Value::String(text);
-        let len = instance.as_str().map_or(1, str::len) as f64;
         let (ns, peak) = measure(runs, || {
             std::hint::black_box(media.is_valid(&instance));
         });
-        parse_ns.record(name, ns as f64 / len);
-        parse_mem.record(name, peak as f64 / len);
+        let model = check_cost(&shape, false, true);
+        match name {
+            "escaped characters" => units.push(format!(
+                "per byte {:.2} ns, {:.2} bytes (constants {} ns, {} bytes)",
+                ns as f64 / shape.bytes as f64,
+                peak as f64 / shape.bytes as f64,
+                c::CONTENT_JSON_NS_PER_BYTE,
+                c::CONTENT_JSON_BYTES_PER_BYTE
+            )),
+            "array of zeros" => units.push(format!(
+                "per value {:.1} ns, {:.1} bytes (constants {} ns, {} bytes)",
+                ns as f64 / shape.values as f64,
+                peak as f64 / shape.values as f64,
+                c::CONTENT_JSON_NS_PER_VALUE,
+                c::CONTENT_JSON_BYTES_PER_VALUE
+            )),
+            "nested arrays 100 deep" => units.push(format!(
+                "per container {:.1} ns, {:.1} bytes (constants {} ns, {} bytes)",
+                ns as f64 / shape.containers as f64,
+                peak as f64 / shape.containers as f64,
+                c::CONTENT_JSON_NS_PER_CONTAINER,
+                c::CONTENT_JSON_BYTES_PER_CONTAINER
+            )),
+            _ => {}
+        }
+        out.push(Variant {
+            name: format!("json: {name}"),
+            cpu_ns: ns,
+            model_ns: model.cpu_ns,
+            peak,
+            model_peak: model.peak_bytes,
+        });
+    }
+    for line in units {
+        println!("  contentMediaType json, {line}");
     }
     use base64::Engine as _;
-    let text = json_texts(n).swap_remove(0).1;
+    let texts = json_texts(n / 2);
+    let text = &texts[0].1;
     let encoded = [
         (
             "base64",
-            base64::engine::general_purpose::STANDARD.encode(&text),
+            "base64",
+            base64::engine::general_purpose::STANDARD.encode(text),
         ),
-        ("base16 lower case", hex::encode(&text)),
-        ("base16 upper case", hex::encode_upper(&text)),
-        ("base64 invalid at the end", {
-            let mut s = base64::engine::general_purpose::STANDARD.encode(&text);
+        ("base16 lower case", "base16", hex::encode(text)),
+        ("base16 upper case", "base16", hex::encode_upper(text)),
+        ("base64 invalid at the end", "base64", {
+            let mut s = base64::engine::general_purpose::STANDARD.encode(text);
             s.push('*');
             s
         }),
     ];
-    for (name, string) in &encoded {
-        let encoding = if name.starts_with("base16") {
-            "base16"
-        } else {
-            "base64"
-        };
+    for (name, encoding, string) in &encoded {
+        let shape = TextShape::of(string);
         let instance = Value::String(string.clone());
-        let len = string.len() as f64;
-        let alone = validator(DRAFT7, json!({"contentEncoding": encoding}));
-        let (ns, peak) = measure(runs, || {
-            std::hint::black_box(alone.is_valid(&instance));
-        });
-        decode_ns.record(name, ns as f64 / len);
-        decode_mem.record(name, peak as f64 / len);
-        // With a media type the decoded text is parsed too: the model charges both per byte of
-        // the encoded string, so the decode's share is what is left over after the parse.
-        let both = validator(
-            DRAFT7,
-            json!({"contentEncoding": encoding, "contentMediaType": "application/json"}),
-        );
-        let (ns, peak) = measure(runs, || {
-            std::hint::black_box(both.is_valid(&instance));
-        });
-        let parse_share = c::CONTENT_JSON_NS_PER_BYTE as f64;
-        decode_ns.record(
-            &format!("{name} with a media type"),
-            (ns as f64 / len - parse_share).max(0.0),
-        );
-        let parse_mem_share = c::CONTENT_JSON_BYTES_PER_BYTE as f64;
-        decode_mem.record(
-            &format!("{name} with a media type"),
-            (peak as f64 / len - parse_mem_share).max(0.0),
-        );
+        for (with_media, schema) in [
+            (false, json!({"contentEncoding": encoding})),
+            (
+                true,
+                json!({"contentEncoding": encoding, "contentMediaType": "application/json"}),
+            ),
+        ] {
+            let v = validator(DRAFT7, schema);
+            let (ns, peak) = measure(runs, || {
+                std::hint::black_box(v.is_valid(&instance));
+            });
+            let model = check_cost(&shape, true, with_media);
+            out.push(Variant {
+                name: format!("{name}{}", if with_media { " + json" } else { "" }),
+                cpu_ns: ns,
+                model_ns: model.cpu_ns,
+                peak,
+                model_peak: model.peak_bytes,
+            });
+        }
     }
-    vec![parse_ns, parse_mem, decode_ns, decode_mem]
+    out
 }
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let runs = if quick { 3 } else { 9 };
     println!("cost model calibration ({runs} runs per variant; margin = constant / measured)");
-    for line in content_keywords(runs, 60_000) {
-        line.print();
+    println!("contentMediaType / contentEncoding (draft 7), one check of a string of about 60 KB:");
+    let variants = content_keywords(runs, 60_000);
+    for v in &variants {
+        v.print();
     }
+    let least = |f: fn(&Variant) -> f64| variants.iter().map(f).fold(f64::INFINITY, f64::min);
+    println!(
+        "  least margin: cpu {:.2}x, memory {:.2}x",
+        least(|v| v.margins().0),
+        least(|v| v.margins().1)
+    );
 }

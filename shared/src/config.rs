@@ -38,6 +38,19 @@ pub struct ServiceConfig {
     pub budgets: Budgets,
     /// IPv6 callers are one client per network of this prefix length (IPv4: per address).
     pub ipv6_prefix: u8,
+    /// CPU estimates are multiplied by this, in millionths: how much slower per operation
+    /// this machine is than the reference machine the cost model was measured on
+    /// (`--cost-scale`; the calibrate example measures it).
+    pub cost_scale_ppm: u64,
+}
+
+/// A cost scale as an operator writes it (`1`, `1.5`, `0.25`) in millionths; `None` outside
+/// 0.001–1000.
+pub fn cost_scale_ppm(text: &str) -> Option<u64> {
+    let scale: f64 = text.trim().parse().ok()?;
+    (0.001..=1000.0)
+        .contains(&scale)
+        .then(|| (scale * 1e6).round() as u64)
 }
 
 impl Default for ServiceConfig {
@@ -55,6 +68,7 @@ impl Default for ServiceConfig {
             payment_timeout_seconds: 60,
             budgets: Budgets::default(),
             ipv6_prefix: crate::client::DEFAULT_IPV6_PREFIX,
+            cost_scale_ppm: crate::cost::UNSCALED_PPM,
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::checks::{Findings, bounds, content, rules};
 use crate::cost::request::{
     RequestShape, charge_content, charge_parse, charge_receipt, charge_rules,
 };
-use crate::cost::{Budgets, Meter, OverBudget};
+use crate::cost::{Budget, Budgets, Meter, OverBudget};
 use crate::hashes::receipt_hashes;
 use crate::keys::SigningIdentity;
 use crate::report::{Details, Ratio, Summary, VerifyBlock, VerifyResponse, next_actions};
@@ -35,6 +35,10 @@ pub struct EngineConfig {
     pub cache_bytes: u64,
     /// Bytes of schema text remembered to skip parsing repeated schemas.
     pub schema_text_cache_bytes: u64,
+    /// CPU estimates are multiplied by this, in millionths (1,000,000: this machine is as
+    /// fast as the reference machine the constants were measured on; see the calibrate
+    /// example).
+    pub cost_scale_ppm: u64,
 }
 
 impl Default for EngineConfig {
@@ -44,6 +48,7 @@ impl Default for EngineConfig {
             list_cap: 50,
             cache_bytes: 32 << 20,
             schema_text_cache_bytes: 4 << 20,
+            cost_scale_ppm: crate::cost::UNSCALED_PPM,
         }
     }
 }
@@ -270,10 +275,15 @@ impl Engine {
         &self.config
     }
 
+    /// An empty meter under `budget`, with this engine's CPU scale.
+    pub fn meter(&self, budget: Budget) -> Meter {
+        Meter::new(budget).with_cpu_scale(self.config.cost_scale_ppm)
+    }
+
     /// The compiled schema, by its canonical digest, formats asserted; compiled on a miss under
     /// the paid ceiling (tests and tools; requests go through [`Engine::compile`]).
     pub fn compiled(&self, schema: &SchemaDoc) -> Result<Arc<CompiledSchema>, InvalidRequest> {
-        let mut meter = Meter::new(Budgets::default().paid);
+        let mut meter = self.meter(Budgets::default().paid);
         self.compile(schema, true, &mut meter, true)
             .map_err(|e| match e {
                 EngineError::Invalid(invalid) => invalid,
@@ -373,7 +383,7 @@ impl Engine {
         key_version: &str,
         now: OffsetDateTime,
     ) -> Result<(VerifyResponse, Verdict), EngineError> {
-        let mut meter = Meter::new(Budgets::default().paid);
+        let mut meter = self.meter(Budgets::default().paid);
         let schema = self.compile(&req.expected_schema, req.format_assertion, &mut meter, true)?;
         self.price(req, &schema, 0, &mut meter)?;
         self.report_metered(req, &schema, &mut meter, key_version, now)

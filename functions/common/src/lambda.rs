@@ -144,6 +144,11 @@ impl LambdaSettings {
                 number("VERIFIER_IPV6_PREFIX", u64::from(defaults.ipv6_prefix))?.clamp(16, 128),
             )
             .unwrap_or(defaults.ipv6_prefix),
+            cost_scale_ppm: match var("VERIFIER_COST_SCALE") {
+                Some(text) => verifier_core::config::cost_scale_ppm(&text)
+                    .ok_or(InitError::Number("VERIFIER_COST_SCALE (0.001 to 1000)"))?,
+                None => defaults.cost_scale_ppm,
+            },
         };
         Ok(LambdaSettings {
             table: required("VERIFIER_TABLE")?,
@@ -227,6 +232,7 @@ impl Init {
             engine: Engine::without_warm_up(EngineConfig {
                 public_url: config.public_url.clone(),
                 cache_bytes: schema_cache_bytes()?,
+                cost_scale_ppm: config.cost_scale_ppm,
                 ..EngineConfig::default()
             }),
             config,

@@ -28,6 +28,9 @@ pub struct CompiledSchema {
     statics: StaticCosts,
     /// Memory this compiled schema holds (its weight in the cache).
     held_bytes: u64,
+    /// Whether a verification with it cost more than its estimate (it then runs on the
+    /// bounded pool, see `service::overruns`).
+    mispriced: std::sync::atomic::AtomicBool,
 }
 
 /// Why a schema cannot be used; never carries the schema's text.
@@ -211,6 +214,7 @@ impl CompiledSchema {
             formats,
             statics,
             held_bytes,
+            mispriced: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -222,6 +226,17 @@ impl CompiledSchema {
     /// Memory this compiled schema holds (its weight in the cache).
     pub fn held_bytes(&self) -> u64 {
         self.held_bytes
+    }
+
+    /// Note that a verification with this schema cost more than its estimate.
+    pub fn mark_mispriced(&self) {
+        self.mispriced
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether a verification with this schema cost more than its estimate.
+    pub fn is_mispriced(&self) -> bool {
+        self.mispriced.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Price applying this schema to `instance`, charging the meter (see [`crate::cost::walk`]);

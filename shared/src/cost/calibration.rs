@@ -132,14 +132,30 @@ pub const WALK_BYTES_PER_PAIR: u64 = 96;
 pub const WALK_NS_PER_PAIR: u64 = 120;
 
 /// `contentMediaType: application/json` (asserted in drafts 6 and 7): parsing the string into a
-/// JSON tree, per byte of it, at each application (`serde_json::from_str`; measured up to
-/// 61–81 ns on arrays nested 100 deep, where every level allocates a vector; 3–10 ns on flat
-/// arrays).
-pub const CONTENT_JSON_NS_PER_BYTE: u64 = 160;
-/// The tree that parse builds, held until the check returns, per byte of the string (measured
-/// up to 142 bytes on arrays nested 100 deep: each `[` is a 72-byte value in a vector with
-/// room for four).
-pub const CONTENT_JSON_BYTES_PER_BYTE: u64 = 300;
+/// JSON tree at each application (`serde_json::from_str`), per byte of it (measured 0.95 ns on
+/// one long string of escapes; floats with long mantissas cost more per byte). The calibrate
+/// example prints each variant's margin: the least is about 2× (arrays of one-item arrays,
+/// floats).
+pub const CONTENT_JSON_NS_PER_BYTE: u64 = 4;
+/// The same, per value it may hold (measured 12.6 ns: `[0,0,…]`).
+pub const CONTENT_JSON_NS_PER_VALUE: u64 = 30;
+/// The same, per container it may open (measured 128 ns: arrays nested 100 deep, each level a
+/// vector allocated).
+pub const CONTENT_JSON_NS_PER_CONTAINER: u64 = 250;
+/// The same, per object member it may hold (a key string allocated and hashed into the
+/// map: measured about 70 ns with its value, an object of unique keys).
+pub const CONTENT_JSON_NS_PER_MEMBER: u64 = 100;
+/// The tree that parse builds, held until the check returns: per byte (strings are copied;
+/// measured 0.9).
+pub const CONTENT_JSON_BYTES_PER_BYTE: u64 = 4;
+/// Per value (a 72-byte value in a vector that may have twice the room it uses: measured 79
+/// for `[0,…]`, 118 for `["",…]`).
+pub const CONTENT_JSON_BYTES_PER_VALUE: u64 = 240;
+/// Per container (an array's vector starts with room for four values: measured 286 with its
+/// value, arrays nested 100 deep).
+pub const CONTENT_JSON_BYTES_PER_CONTAINER: u64 = 400;
+/// Scanning a string for its values and containers, per byte (once per distinct string).
+pub const CONTENT_SCAN_NS_PER_BYTE: u64 = 2;
 /// `contentEncoding` (drafts 6 and 7): decoding base64/base32/base16, per byte of the string
 /// (measured up to 0.4 ns: base16 in lower case, which is upper-cased first).
 pub const CONTENT_DECODE_NS_PER_BYTE: u64 = 4;

@@ -14,6 +14,7 @@
 //! the estimate itself stays cheap: it never walks further than the budget it guards.
 
 pub mod calibration;
+pub mod content;
 pub mod keywords;
 pub mod patterns;
 pub mod request;
@@ -293,6 +294,24 @@ impl OverBudget {
     }
 }
 
+/// The calling thread's own CPU time, in nanoseconds (what the estimates are in; time the
+/// thread waited for a CPU is not counted).
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer for clock_gettime, which writes only into it.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if status != 0 {
+        return 0;
+    }
+    u64::try_from(ts.tv_sec)
+        .unwrap_or(0)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::try_from(ts.tv_nsec).unwrap_or(0))
+}
+
 /// Nanoseconds as milliseconds for people (`0.4 ms`, `35 ms`).
 pub fn millis(ns: u64) -> String {
     if ns >= 10_000_000 {
@@ -322,7 +341,12 @@ pub struct Meter {
     validation_ns: u64,
     /// The largest memory needed for a moment only (a pattern's compile), on top of the total.
     transient: u64,
+    /// CPU charges are multiplied by this, in millionths ([`Meter::with_cpu_scale`]).
+    cpu_scale_ppm: u64,
 }
+
+/// A CPU scale of 1: the reference machine's speed.
+pub const UNSCALED_PPM: u64 = 1_000_000;
 
 impl fmt::Debug for Meter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -342,7 +366,26 @@ impl Meter {
             total: Cost::ZERO,
             validation_ns: 0,
             transient: 0,
+            cpu_scale_ppm: UNSCALED_PPM,
         }
+    }
+
+    /// The same meter with every CPU charge multiplied by `ppm` millionths: the constants are
+    /// nanoseconds of the reference machine, and a machine twice as slow per operation runs
+    /// with a scale of 2 (2,000,000), so its ceilings stay in its own milliseconds
+    /// (`--cost-scale`).
+    #[must_use]
+    pub fn with_cpu_scale(mut self, ppm: u64) -> Meter {
+        self.cpu_scale_ppm = ppm.max(1);
+        self
+    }
+
+    fn scaled(&self, cpu_ns: u64) -> u64 {
+        if self.cpu_scale_ppm == UNSCALED_PPM {
+            return cpu_ns;
+        }
+        let scaled = u128::from(cpu_ns) * u128::from(self.cpu_scale_ppm) / u128::from(UNSCALED_PPM);
+        u64::try_from(scaled).unwrap_or(u64::MAX)
     }
 
     /// The same estimate under another budget (a request priced under a small ceiling that
@@ -360,6 +403,7 @@ impl Meter {
 
     /// Add `cost` to `part`; past the budget, say which part and how far.
     pub fn charge(&mut self, part: Part, cost: Cost) -> Result<(), OverBudget> {
+        let cost = Cost::new(self.scaled(cost.cpu_ns), cost.mem_bytes);
         let slot = &mut self.parts[part.index()];
         *slot = slot.plus(cost);
         self.total = self.total.plus(cost);
@@ -396,9 +440,15 @@ impl Meter {
         Ok(())
     }
 
-    /// CPU left before the budget is reached.
+    /// CPU left before the budget is reached, in the reference machine's nanoseconds (what
+    /// a charge of that much would add, before the scale).
     pub fn cpu_left(&self) -> u64 {
-        self.budget.cpu_ns.saturating_sub(self.total.cpu_ns)
+        let left = self.budget.cpu_ns.saturating_sub(self.total.cpu_ns);
+        if self.cpu_scale_ppm == UNSCALED_PPM {
+            return left;
+        }
+        let unscaled = u128::from(left) * u128::from(UNSCALED_PPM) / u128::from(self.cpu_scale_ppm);
+        u64::try_from(unscaled).unwrap_or(u64::MAX)
     }
 
     /// Memory left before the budget is reached (beside what is held).
@@ -425,6 +475,11 @@ impl Meter {
     /// The estimate of one part so far.
     pub fn part(&self, part: Part) -> Cost {
         self.parts[part.index()]
+    }
+
+    /// The part with the largest CPU estimate so far.
+    pub fn largest_cpu_part(&self) -> Part {
+        self.over(Resource::Cpu).part
     }
 
     fn over(&self, resource: Resource) -> OverBudget {

@@ -12,6 +12,7 @@
 //! the walk at the first step past the budget.
 
 use super::calibration as c;
+use super::content::{TextShape, check_cost, scan_ns};
 use super::patterns::PatternCost;
 use super::size::Shape;
 use super::{Cost, Meter, OverBudget, Part, Resource};
@@ -156,6 +157,7 @@ pub fn price(
         arrays: FxHashMap::default(),
         sizes: FxHashMap::default(),
         warmed: FxHashSet::default(),
+        texts: FxHashMap::default(),
     };
     let acc = walk.pair(schema, Inst::Value(output), 0)?;
     Ok(WalkSummary {
@@ -259,6 +261,8 @@ struct Walk<'s, 'm> {
     sizes: FxHashMap<usize, u64>,
     /// Patterns whose lazy DFA warm-up was charged already.
     warmed: FxHashSet<usize>,
+    /// What the strings content keywords apply to may parse into, by address.
+    texts: FxHashMap<usize, TextShape>,
 }
 
 fn too_deep() -> OverBudget {
@@ -509,8 +513,30 @@ impl<'s> Walk<'s, '_> {
             own.errors += 1;
         }
         if self.asserts_content {
-            content(k, n, own);
+            self.content(k, s, own);
         }
+    }
+
+    /// `contentEncoding`/`contentMediaType` over `s` (drafts 6 and 7), see [`super::content`].
+    fn content(&mut self, k: &Keywords<'s>, s: &str, own: &mut Acc) {
+        let decode = matches!(k.content_encoding, Some(Value::String(_)));
+        let parse = matches!(k.content_media_type, Some(Value::String(_)));
+        if !(decode || parse) {
+            return;
+        }
+        let shape = match self.texts.get(&(s.as_ptr() as usize)) {
+            Some(shape) => *shape,
+            None => {
+                let shape = TextShape::of(s);
+                self.texts.insert(s.as_ptr() as usize, shape);
+                own.content = own.content.saturating_add(scan_ns(shape.bytes));
+                shape
+            }
+        };
+        let cost = check_cost(&shape, decode, parse);
+        own.content = own.content.saturating_add(cost.cpu_ns);
+        own.content_peak = own.content_peak.max(cost.peak_bytes);
+        own.errors += 1;
     }
 
     fn array<'i>(
@@ -654,32 +680,6 @@ impl<'s> Walk<'s, '_> {
             .count() as u64;
         Ok(())
     }
-}
-
-/// `contentEncoding` and `contentMediaType` over a string of `n` bytes (drafts 6 and 7): the
-/// string is decoded, then the decoded text parsed as JSON, at every application. Any media
-/// type or encoding is priced as the dearest one the validator knows (`application/json`,
-/// base16 in lower case): an unknown one compiles to no check, and costs less.
-fn content(k: &Keywords<'_>, n: u64, own: &mut Acc) {
-    let media = matches!(k.content_media_type, Some(Value::String(_)));
-    let encoding = matches!(k.content_encoding, Some(Value::String(_)));
-    if !(media || encoding) {
-        return;
-    }
-    let mut ns = c::CONTENT_KEYWORD_BASE_NS;
-    let mut peak = 0u64;
-    if encoding {
-        ns = ns.saturating_add(c::CONTENT_DECODE_NS_PER_BYTE.saturating_mul(n));
-        peak = peak.saturating_add(c::CONTENT_DECODE_BYTES_PER_BYTE.saturating_mul(n));
-    }
-    if media {
-        // Decoding never makes the text longer than the string.
-        ns = ns.saturating_add(c::CONTENT_JSON_NS_PER_BYTE.saturating_mul(n));
-        peak = peak.saturating_add(c::CONTENT_JSON_BYTES_PER_BYTE.saturating_mul(n));
-    }
-    own.content = own.content.saturating_add(ns);
-    own.content_peak = own.content_peak.max(peak);
-    own.errors += 1;
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 pub mod examples;
 pub mod in_flight;
 pub mod listings;
+pub mod overruns;
 pub mod paid;
 pub mod pool;
 pub mod pricing;

@@ -52,6 +52,8 @@ pub struct WorkPool {
     /// The worker threads' queue (every admitted job finds a free thread: the semaphore
     /// admits no more jobs than there are threads).
     jobs: Mutex<std::sync::mpsc::Sender<Job>>,
+    /// Requests that cost more than their estimate on a request thread.
+    overruns: super::overruns::Overruns,
 }
 
 /// How much lower than the request threads the workers run (Linux `nice`; 10 gives them
@@ -140,8 +142,15 @@ impl WorkPool {
             by_client: Mutex::new(HashMap::new()),
             released: Notify::new(),
             jobs: Mutex::new(sender),
+            overruns: Default::default(),
             config,
         }
+    }
+
+    /// Requests that cost more than their estimate on a request thread, and the clients
+    /// demoted to this pool for it.
+    pub fn overruns(&self) -> &super::overruns::Overruns {
+        &self.overruns
     }
 
     /// The configuration.

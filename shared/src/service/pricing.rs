@@ -2,10 +2,11 @@
 //! anything dearer on a worker of the bounded pool ([`super::pool`]).
 
 use super::Services;
+use super::overruns::Overruns;
 use super::pool::Slot;
 use super::verify::VerifyCall;
 use crate::checks::schema::CompiledSchema;
-use crate::cost::{Budget, Meter, OverBudget};
+use crate::cost::{Budget, Meter, OverBudget, thread_cpu_ns};
 use crate::errors::ApiError;
 use crate::keys::SigningIdentity;
 use crate::request::VerifyRequest;
@@ -62,6 +63,7 @@ impl<'p> Priced<'p> {
         self,
         s: &Arc<Services>,
         req: &Arc<VerifyRequest>,
+        client: &str,
         now: OffsetDateTime,
     ) -> Result<Checked<'p>, Refused> {
         let signer = s.keys.current();
@@ -82,10 +84,26 @@ impl<'p> Priced<'p> {
                 .map_err(Refused::Error)?
                 .map_err(Refused::from)?
             }
-            None => s
-                .engine
-                .check_metered(req, &compiled, &mut meter, signer.key_version(), now)
-                .map_err(Refused::from)?,
+            None => {
+                // On a request thread: what it really took is measured, and an estimate it
+                // passed is not trusted again (see `super::overruns`).
+                let started = thread_cpu_ns();
+                let checked =
+                    s.engine
+                        .check_metered(req, &compiled, &mut meter, signer.key_version(), now);
+                let measured = thread_cpu_ns().saturating_sub(started);
+                let estimate = meter.total().cpu_ns;
+                if Overruns::overran(estimate, measured) {
+                    compiled.mark_mispriced();
+                    s.pool.overruns().record(
+                        client,
+                        estimate,
+                        measured,
+                        meter.largest_cpu_part().name(),
+                    );
+                }
+                checked.map_err(Refused::from)?
+            }
         };
         Ok(Checked {
             unsigned,
@@ -151,20 +169,25 @@ pub(super) async fn price<'s>(
     budget: Budget,
     slot: Option<Slot<'s>>,
 ) -> Result<Priced<'s>, Refused> {
-    if slot.is_none() && call.body_len <= HEAVY_BODY_BYTES {
+    if slot.is_none()
+        && call.body_len <= HEAVY_BODY_BYTES
+        && !s.pool.overruns().demoted(call.client)
+    {
         let light = Budget {
             cpu_ns: LIGHT.cpu_ns.min(budget.cpu_ns),
             mem_bytes: LIGHT.mem_bytes.min(budget.mem_bytes),
         };
-        let mut meter = Meter::new(light);
+        let mut meter = s.engine.meter(light);
         match attempt(s, &call.request, call.body_len, &mut meter) {
-            Ok(compiled) => {
+            // A schema that once cost more than its estimate runs on the pool, whoever sends it.
+            Ok(compiled) if !compiled.is_mispriced() => {
                 return Ok(Priced {
                     compiled,
                     meter: meter.with_budget(budget),
                     slot: None,
                 });
             }
+            Ok(_) => {}
             // Dearer than the light ceiling: priced again on a pool worker, unless the
             // estimate is past the whole budget already.
             Err(EngineError::OverBudget(over)) => {
@@ -182,7 +205,7 @@ pub(super) async fn price<'s>(
     let (worker_s, req, body_len) = (s.clone(), call.request.clone(), call.body_len);
     let (compiled, meter) = slot
         .run(move || {
-            let mut meter = Meter::new(budget);
+            let mut meter = worker_s.engine.meter(budget);
             attempt(&worker_s, &req, body_len, &mut meter).map(|compiled| (compiled, meter))
         })
         .await
@@ -206,7 +229,7 @@ pub(super) fn second_look(s: &Services, call: &VerifyCall<'_>, over: OverBudget)
     {
         return over;
     }
-    let mut meter = Meter::new(paid);
+    let mut meter = s.engine.meter(paid);
     let repriced = s
         .engine
         .compile(

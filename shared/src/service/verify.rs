@@ -189,7 +189,7 @@ async fn verify_in<'s>(
         }
         Err(Refused::Invalid(e) | Refused::Error(e)) => return Reply::Error(e),
     };
-    let checked = match priced.check(s, &call.request, now).await {
+    let checked = match priced.check(s, &call.request, call.client, now).await {
         Ok(checked) => checked,
         Err(Refused::Over(over)) => return over_free_budget(s, &call.resource, used, over),
         Err(Refused::Invalid(e) | Refused::Error(e)) => return Reply::Error(e),
@@ -318,7 +318,7 @@ async fn paid<'s>(
                     .map_err(refusal_error)?,
             };
             let checked = priced
-                .check(s, &call.request, now)
+                .check(s, &call.request, call.client, now)
                 .await
                 .map_err(refusal_error)?;
             let outcome = outcome_of(&call.request, checked.report(), true);
