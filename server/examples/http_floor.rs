@@ -74,7 +74,7 @@ fn run(listen: SocketAddr, answer: PathBuf) -> ExitCode {
     );
     let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(listen).await?;
-        verifier::listener::serve(listener, app, async {
+        verifier::listener::serve(listener, app, 1 << 20, async {
             let _ = tokio::signal::ctrl_c().await;
         })
         .await

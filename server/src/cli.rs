@@ -149,7 +149,7 @@ pub struct ServeOpts {
     pub paid_memory_mib: u64,
     /// How much slower per operation this machine is than the cost model's reference machine
     /// (CPU estimates are multiplied by it; `cargo run --release -p verifier-core --example
-    /// calibrate` measures it). 0.001 to 1000.
+    /// calibrate` measures it). 0.0001 to 1000.
     #[arg(long, env = "VERIFIER_COST_SCALE", default_value = "1", value_parser = parse_cost_scale)]
     pub cost_scale: u64,
     /// IPv6 callers share one free allowance per network of this prefix length (IPv4: one per
@@ -238,8 +238,8 @@ pub struct ReceiptOpts {
     pub agent_card: Option<String>,
 }
 
-/// `--cost-scale`: a number from 0.001 to 1000, kept in millionths.
+/// `--cost-scale`: a number from 0.0001 to 1000, kept in millionths.
 fn parse_cost_scale(text: &str) -> Result<u64, String> {
     verifier_core::config::cost_scale_ppm(text)
-        .ok_or_else(|| "a number from 0.001 to 1000 (1: as fast as the reference machine)".into())
+        .ok_or_else(|| "a number from 0.0001 to 1000 (1: as fast as the reference machine)".into())
 }

@@ -2,6 +2,7 @@
 //! offline command-line tools. `main.rs` only parses the command line.
 
 pub mod agent;
+pub mod chunk_watch;
 pub mod cli;
 pub mod keyfile;
 pub mod listener;

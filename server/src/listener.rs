@@ -3,13 +3,17 @@
 //! address, `Connection: close` on an answer given before the request body was read (see
 //! [`unread_body`]), and a graceful shutdown that lets in-flight requests finish.
 
+use crate::chunk_watch::ChunkWatch;
 use crate::unread_body;
 use axum::Router;
 use axum::extract::Request;
+use function_common::body::{BodyAlarm, ConnectionBody};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tower::ServiceExt;
@@ -20,10 +24,12 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a shutdown waits for in-flight requests.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// Serve `app` on `listener` until `shutdown` completes.
+/// Serve `app` on `listener` until `shutdown` completes; `body_limit` is the hard body limit
+/// (a chunk that cannot fit is answered at once, see [`crate::chunk_watch`]).
 pub async fn serve(
     listener: TcpListener,
     app: Router,
+    body_limit: u64,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let graceful = GracefulShutdown::new();
@@ -49,8 +55,15 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let app = app.clone();
         let client = ClientAddr(peer.ip().to_string());
+        let alarm = BodyAlarm::new();
+        let stream = ChunkWatch::new(stream, body_limit, alarm.clone());
+        let requests = Arc::new(AtomicU64::new(0));
         let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
             req.extensions_mut().insert(client.clone());
+            req.extensions_mut().insert(ConnectionBody {
+                seq: requests.fetch_add(1, Ordering::Relaxed),
+                alarm: alarm.clone(),
+            });
             let (parts, body) = req.into_parts();
             let (body, end) = unread_body::track(body);
             let answer = app

@@ -103,7 +103,7 @@ async fn client_address(mut req: Request, next: Next) -> Response {
 /// One log line per request: route, status, latency and price path; never a body.
 async fn log_request(req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = req.method().clone();
+    let method = method_label(req.method());
     let route = req
         .extensions()
         .get::<MatchedPath>()
@@ -116,7 +116,7 @@ async fn log_request(req: Request, next: Next) -> Response {
         .copied()
         .unwrap_or(PricePath::NotCharged);
     tracing::info!(
-        method = %method,
+        method,
         route = %route,
         status = response.status().as_u16(),
         latency_us = started.elapsed().as_micros() as u64,
@@ -124,6 +124,27 @@ async fn log_request(req: Request, next: Next) -> Response {
         "request"
     );
     response
+}
+
+/// A request method as logged: the standard ones by name, any other token as `other` (a method
+/// is any token the caller chose, of any length).
+pub fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    const STANDARD: [(Method, &str); 9] = [
+        (Method::GET, "GET"),
+        (Method::POST, "POST"),
+        (Method::HEAD, "HEAD"),
+        (Method::OPTIONS, "OPTIONS"),
+        (Method::PUT, "PUT"),
+        (Method::DELETE, "DELETE"),
+        (Method::PATCH, "PATCH"),
+        (Method::CONNECT, "CONNECT"),
+        (Method::TRACE, "TRACE"),
+    ];
+    STANDARD
+        .iter()
+        .find(|(m, _)| m == method)
+        .map_or("other", |(_, name)| name)
 }
 
 fn init_logging(format: &str) {
@@ -202,6 +223,7 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
         _ => Arc::new(EmbeddedStore::open_with(&opts.data_dir, durability)?),
     };
     let listener = tokio::net::TcpListener::bind(opts.listen).await?;
+    let hard_body_limit = opts.max_body_bytes as u64;
     let local = listener.local_addr()?;
     let config = ServiceConfig {
         public_url: opts
@@ -267,7 +289,7 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
         },
     });
     tracing::info!(listen = %local, data_dir = %opts.data_dir.display(), key_version = %key_version, "verifier listening");
-    crate::listener::serve(listener, app, shutdown()).await?;
+    crate::listener::serve(listener, app, hard_body_limit, shutdown()).await?;
     Ok(())
 }
 
@@ -293,6 +315,14 @@ async fn shutdown() {
 #[cfg(test)]
 mod tests {
     use super::worker_threads;
+
+    #[test]
+    fn caller_chosen_methods_are_logged_as_other() {
+        use axum::http::Method;
+        assert_eq!(super::method_label(&Method::POST), "POST");
+        let long = Method::from_bytes("X".repeat(5000).as_bytes()).expect("a token");
+        assert_eq!(super::method_label(&long), "other");
+    }
 
     #[test]
     fn request_threads_leave_a_cpu_to_the_store_writer() {

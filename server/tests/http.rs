@@ -60,6 +60,7 @@ async fn start(free_per_day: u64, clock: Arc<dyn Clock>) -> Running {
     tokio::spawn(verifier::listener::serve(
         listener,
         router,
+        1 << 20,
         std::future::pending(),
     ));
     Running {

@@ -252,6 +252,8 @@ fn content_keywords(runs: usize, n: usize) -> Vec<Variant> {
         ),
         ("base16 lower case", "base16", hex::encode(text)),
         ("base16 upper case", "base16", hex::encode_upper(text)),
+        ("base16 over non-ASCII text", "base16", "é".repeat(n / 4)),
+        ("base64 over non-ASCII text", "base64", "é".repeat(n / 4)),
         ("base64 invalid at the end", "base64", {
             let mut s = base64::engine::general_purpose::STANDARD.encode(text);
             s.push('*');
@@ -285,10 +287,151 @@ fn content_keywords(runs: usize, n: usize) -> Vec<Variant> {
     out
 }
 
+/// The speed probe's CPU time on this machine (compile, price, checks, receipt; the least of
+/// `runs`), against [`c::REFERENCE_PROBE_NS`]: the scale this machine's estimates need.
+fn speed_probe(runs: usize) -> u64 {
+    use verifier_core::checks::schema::{CompiledSchema, SchemaOptions};
+    use verifier_core::cost::{Budget, Meter};
+    let engine = verifier_core::Engine::new(verifier_core::EngineConfig::default());
+    let signer =
+        verifier_core::SigningIdentity::from_seed("calibrate", &[7u8; 32]).expect("signing key");
+    let body = c::speed_probe_body();
+    let req = engine.parse(&body).expect("the probe is a valid request");
+    let unlimited = Budget {
+        cpu_ns: u64::MAX,
+        mem_bytes: u64::MAX,
+    };
+    let now = time::OffsetDateTime::now_utc();
+    let (ns, _) = measure(runs, || {
+        let mut meter = Meter::new(unlimited);
+        let compiled = CompiledSchema::compile_metered(
+            &req.expected_schema.value,
+            req.expected_schema.canonical.len(),
+            &SchemaOptions::default(),
+            &mut meter,
+        )
+        .expect("the probe compiles");
+        engine
+            .price(&req, &compiled, body.len(), &mut meter)
+            .expect("the probe is priced");
+        let v = engine.verify_metered(&req, &compiled, &mut meter, &signer, now);
+        std::hint::black_box(v.is_ok());
+    });
+    ns
+}
+
+/// Collecting schema errors (jsonschema 0.61 collects every error of an invalid output before
+/// the first is returned): CPU and held bytes per error, and per byte of what an error clones
+/// (a `not` subschema; under `anyOf`/`oneOf`/`propertyNames`, the instance the error is about).
+fn schema_errors(runs: usize) {
+    let n = 3000usize;
+    let ints: Value = json!((0..n).collect::<Vec<_>>());
+    let big_schema: Value = json!({"enum": (0..200).map(|i| json!({"k": i})).collect::<Vec<_>>()});
+    let big_schema_bytes = verifier_core::cost::size::Shape::of(&big_schema).tree_bytes;
+    let long_pattern = format!("^(?:{})$", "ab".repeat(500));
+    let strings: Value = json!((0..n).map(|i| format!("s{i}")).collect::<Vec<_>>());
+    let array_bytes = verifier_core::cost::size::Shape::of(&ints).tree_bytes;
+    let objects: Value = json!((0..n).map(|_| json!({"k": 1})).collect::<Vec<_>>());
+    let keyed = Value::Object((0..n).map(|i| (format!("key-{i}"), json!(i))).collect());
+    let cases: Vec<(&str, Value, &Value, u64, u64)> = vec![
+        // name, schema, instance, errors, bytes the errors clone
+        (
+            "type errors on items",
+            json!({"items": {"type": "string"}}),
+            &ints,
+            n as u64,
+            0,
+        ),
+        (
+            "enum errors (shared candidates)",
+            json!({"items": {"enum": (0..500).map(|i| json!({"k": i})).collect::<Vec<_>>()}}),
+            &ints,
+            n as u64,
+            0,
+        ),
+        (
+            "pattern errors (pattern cloned)",
+            json!({"items": {"pattern": long_pattern}}),
+            &strings,
+            n as u64,
+            (n * long_pattern.len()) as u64,
+        ),
+        (
+            "not errors (subschema cloned)",
+            json!({"items": {"not": big_schema.clone()}}),
+            &objects,
+            n as u64,
+            n as u64 * big_schema_bytes,
+        ),
+        (
+            "anyOf over items (2 errors each)",
+            json!({"items": {"anyOf": [{"type": "string"}, {"type": "object"}]}}),
+            &ints,
+            3 * n as u64,
+            2 * n as u64 * 72,
+        ),
+        (
+            "anyOf at the root of a large array",
+            json!({"anyOf": [{"type": "string"}, {"type": "object"}, {"type": "integer"}]}),
+            &ints,
+            4,
+            3 * array_bytes,
+        ),
+        (
+            "additionalProperties false, many keys",
+            json!({"additionalProperties": false}),
+            &keyed,
+            n as u64,
+            (n * 30) as u64,
+        ),
+    ];
+    println!(
+        "schema errors: collecting them (iter_errors, all at once) per error and per cloned byte:"
+    );
+    for (name, schema, instance, errors, cloned) in cases {
+        let v = validator(DRAFT7, schema);
+        let (ns, peak) = measure(runs, || {
+            std::hint::black_box(v.iter_errors(instance).count());
+        });
+        let (valid_ns, _) = measure(runs, || {
+            std::hint::black_box(v.is_valid(instance));
+        });
+        let collect_ns = ns.saturating_sub(valid_ns);
+        let model_ns = errors * c::ERROR_COLLECT_NS + cloned * c::ERROR_CLONE_NS_PER_BYTE;
+        let model_bytes = errors * c::ERROR_HELD_BYTES + cloned * c::ERROR_CLONE_BYTES_PER_BYTE;
+        println!(
+            "  {:<40} {:>6} errors: {:>7.1} µs ({:>6.0} ns each), peak {:>6} KiB ({:>6.0} B each); model {:>7.1} µs, {:>6} KiB: margins {:.2}x, {:.2}x",
+            name,
+            errors,
+            collect_ns as f64 / 1e3,
+            collect_ns as f64 / errors as f64,
+            peak >> 10,
+            peak as f64 / errors as f64,
+            model_ns as f64 / 1e3,
+            model_bytes >> 10,
+            model_ns as f64 / collect_ns.max(1) as f64,
+            model_bytes as f64 / peak.max(1) as f64
+        );
+    }
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let runs = if quick { 3 } else { 9 };
-    println!("cost model calibration ({runs} runs per variant; margin = constant / measured)");
+    println!("cost model calibration ({runs} runs per variant; margin = model / measured)");
+    let probe = speed_probe(runs * 3);
+    let scale = probe as f64 / c::REFERENCE_PROBE_NS as f64;
+    println!(
+        "speed probe: {:.0} µs here, {:.0} µs on the reference machine: this machine takes {scale:.2}x its time{}",
+        probe as f64 / 1e3,
+        c::REFERENCE_PROBE_NS as f64 / 1e3,
+        if scale > 1.1 {
+            format!(" (run the server with --cost-scale {scale:.2})")
+        } else {
+            String::new()
+        }
+    );
+    schema_errors(runs);
     println!("contentMediaType / contentEncoding (draft 7), one check of a string of about 60 KB:");
     let variants = content_keywords(runs, 60_000);
     for v in &variants {

@@ -45,10 +45,10 @@ pub struct ServiceConfig {
 }
 
 /// A cost scale as an operator writes it (`1`, `1.5`, `0.25`) in millionths; `None` outside
-/// 0.001–1000.
+/// 0.0001–1000.
 pub fn cost_scale_ppm(text: &str) -> Option<u64> {
     let scale: f64 = text.trim().parse().ok()?;
-    (0.001..=1000.0)
+    (0.0001..=1000.0)
         .contains(&scale)
         .then(|| (scale * 1e6).round() as u64)
 }

@@ -8,7 +8,7 @@ use crate::checks::{Findings, bounds, content, rules};
 use crate::cost::request::{
     RequestShape, charge_content, charge_parse, charge_receipt, charge_rules,
 };
-use crate::cost::{Budget, Budgets, Meter, OverBudget};
+use crate::cost::{Budget, Budgets, Cost, Meter, OverBudget};
 use crate::hashes::receipt_hashes;
 use crate::keys::SigningIdentity;
 use crate::report::{Details, Ratio, Summary, VerifyBlock, VerifyResponse, next_actions};
@@ -51,6 +51,24 @@ impl Default for EngineConfig {
             cost_scale_ppm: crate::cost::UNSCALED_PPM,
         }
     }
+}
+
+/// What collecting every schema error `walk` found possible costs: each error and its
+/// locations (as long as the output's longest path), and what the errors copy.
+fn error_collection(walk: &crate::cost::walk::WalkSummary, shape: &RequestShape) -> Cost {
+    use crate::cost::calibration as c;
+    let per_error = c::ERROR_HELD_BYTES.saturating_add(shape.output.longest_path.saturating_mul(2));
+    Cost::new(
+        walk.potential_errors
+            .saturating_mul(c::ERROR_COLLECT_NS)
+            .saturating_add(walk.error_copies.saturating_mul(c::ERROR_CLONE_NS_PER_BYTE)),
+        walk.potential_errors
+            .saturating_mul(per_error)
+            .saturating_add(
+                walk.error_copies
+                    .saturating_mul(c::ERROR_CLONE_BYTES_PER_BYTE),
+            ),
+    )
 }
 
 /// A finished, signed verification.
@@ -363,6 +381,7 @@ impl Engine {
         charge_content(meter, req, &shape)?;
         let walk = schema.price(&req.submitted_output, meter, pair_cap)?;
         meter.note_validation(walk.cpu_ns);
+        meter.note_errors(error_collection(&walk, &shape));
         let content_checks = if req.strict_content_check {
             content::CHECK_COUNT
         } else {

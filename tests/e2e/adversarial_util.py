@@ -29,8 +29,10 @@ ERROR_KEYS = {"code", "message", "status", "retryable", "charged", "next_actions
 class LimitedServer:
     """`verifier serve` on a free loopback port, with small body limits and a memory cap."""
 
-    def __init__(self, **env):
+    def __init__(self, log: bool = False, **env):
+        """`log`: keep the server's log (stderr) in `log_path` instead of discarding it."""
         self._dir = tempfile.TemporaryDirectory()
+        self.log_path = os.path.join(self._dir.name, "server.log") if log else None
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {
@@ -50,9 +52,12 @@ class LimitedServer:
         def cap():
             resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_CAP, ADDRESS_SPACE_CAP))
 
+        sink = open(self.log_path, "wb") if self.log_path else subprocess.DEVNULL
         self.proc = subprocess.Popen(
             [BIN, "serve", "--listen", f"127.0.0.1:{self.port}", "--data-dir", self._dir.name],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=cap)
+            env=env, stdout=sink, stderr=sink, preexec_fn=cap)
+        if self.log_path:
+            sink.close()
         deadline = time.time() + 15
         while time.time() < deadline:
             try:
@@ -82,6 +87,22 @@ class LimitedServer:
         except (FileNotFoundError, ProcessLookupError):
             pass
         return 0
+
+    def cpu_ns(self) -> int:
+        """The server's CPU time so far, every thread's, in nanoseconds (schedstat)."""
+        total = 0
+        for task in os.listdir(f"/proc/{self.pid}/task"):
+            try:
+                with open(f"/proc/{self.pid}/task/{task}/schedstat") as f:
+                    total += int(f.read().split()[0])
+            except (FileNotFoundError, ProcessLookupError):
+                pass   # a thread that ended meanwhile
+        return total
+
+    def log(self) -> str:
+        """What the server logged so far (with `log=True`)."""
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
 
     def kill(self):
         if self.alive():

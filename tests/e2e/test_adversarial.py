@@ -11,6 +11,7 @@ memory or CPU) run against a throw-away server with an address-space cap and an 
 import base64
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -1365,6 +1366,207 @@ def test_mcp_measures_the_free_size_limit_on_the_bytes_received(hostile):
     # … but the same arguments in a body padded past the free limit are priced by what arrived.
     _, result = _mcp_call(s.url, small, pad=FREE_LIMIT)
     assert result["isError"] is True and result["structuredContent"]["x402Version"] == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# 14a. the cost bound, complete (issue 35): contentMediaType/contentEncoding, which drafts 6 and 7
+# assert by parsing the string at every application, were not priced: a 60 KB request answered
+# free with 860-900 ms of server CPU. Each case below is sent three times to a fresh server and
+# its server CPU per request (every thread's, from schedstat) must stay within the unpaid
+# ceiling of 25 ms, with the answer a 402 `over_free_cost` (or 422 when no payment could buy it).
+
+UNPAID_CPU_MS = 25
+DRAFT7 = "http://json-schema.org/draft-07/schema#"
+
+
+def _fan_out(leaf: dict, width: int = 40) -> dict:
+    """`leaf` applied width × width times through allOf and $ref (under the 'too complex' guard)."""
+    return {"$schema": DRAFT7, "definitions": {
+        "d0": leaf, "d1": {"allOf": [{"$ref": "#/definitions/d0"}] * width},
+        "d2": {"allOf": [{"$ref": "#/definitions/d1"}] * width}}, "$ref": "#/definitions/d2"}
+
+
+def _json_array_text(size: int, unit: str = "0") -> str:
+    return "[" + ",".join([unit] * (size // (len(unit) + 1))) + "]"
+
+
+CONTENT_CASES = {
+    "60 KB array": (_fan_out({"contentMediaType": "application/json"}), _json_array_text(60_000)),
+    "16 KB array": (_fan_out({"contentMediaType": "application/json"}), _json_array_text(16_000)),
+    "objects": (_fan_out({"contentMediaType": "application/json"}),
+                _json_array_text(40_000, '{"a":{"b":[1,2]}}')),
+    "base64 of JSON": (_fan_out({"contentEncoding": "base64", "contentMediaType": "application/json"}),
+                       base64.b64encode(_json_array_text(40_000).encode()).decode()),
+}
+
+
+def _server_cpu_ms(server: LimitedServer, send) -> list[float]:
+    """The server CPU of each of three sends, in ms."""
+    spent = []
+    for _ in range(3):
+        before = server.cpu_ns()
+        send()
+        spent.append((server.cpu_ns() - before) / 1e6)
+    return spent
+
+
+@pytest.mark.parametrize("case", list(CONTENT_CASES))
+def test_content_keywords_are_priced_over_rest(hostile, case):
+    schema, text = CONTENT_CASES[case]
+    s = hostile()
+    body = json.dumps(request_body(expected_schema=schema, submitted_output=text), separators=(",", ":"))
+    assert nbytes(body) < FREE_LIMIT
+    answers = []
+
+    def send():
+        answers.append(httpx.post(s.url + "/verify/schema", content=body, timeout=BOUND,
+                                  headers={"content-type": "application/json"}))
+    spent = _server_cpu_ms(s, send)
+    for r in answers:
+        assert r.status_code in (402, 422), f"{r.status_code}: {r.text[:200]}"
+        if r.status_code == 402:
+            reason = r.json()["payment_reason"]
+            assert reason["code"] == "over_free_cost" and reason["part"] == "content_keywords"
+        else:
+            assert_error(r, 422, "invalid_request", ["submitted_output"])
+    print(f"{case}: {answers[-1].status_code}, server CPU per request {spent} ms")
+    assert max(spent) <= UNPAID_CPU_MS, f"server CPU per request {spent} ms"
+
+
+def test_content_keywords_are_priced_over_mcp(hostile):
+    s = hostile()
+    schema = _fan_out({"contentMediaType": "application/json"})
+    arguments = request_body(expected_schema=schema, submitted_output=_json_array_text(30_000))
+    results = []
+    spent = _server_cpu_ms(s, lambda: results.append(_mcp_call(s.url, arguments)[1]))
+    for result in results:
+        assert result["isError"] is True
+        assert result["structuredContent"].get("x402Version") == 2 \
+            or result["structuredContent"].get("code") == "invalid_request", result
+    print(f"MCP 30 KB: server CPU per request {spent} ms")
+    assert max(spent) <= UNPAID_CPU_MS, f"server CPU per request {spent} ms"
+
+
+def test_the_same_keywords_in_draft_2020_12_are_annotations_and_served_free(api):
+    # From 2019-09 on they only annotate: nothing is parsed, and the request is cheap.
+    schema = {"items": {"contentMediaType": "application/json", "contentEncoding": "base64"}}
+    r = api.post(request_body(expected_schema=schema, submitted_output=["{not json"] * 50))
+    assert r.status_code == 200 and r.json()["result"] == "pass"
+
+
+# A request whose estimate is wrong by 100× (the operator setting VERIFIER_COST_SCALE makes
+# every CPU estimate 1/2000 of the model's, and the model's estimate is about 2-5× this request's
+# real cost) runs on the request threads the first time; the server measures what it really took,
+# and the client and the schema go to the bounded pool. Another client's /health and small
+# verifications stay quick while the first client floods it over four connections.
+FLOOD4_SCRIPT = """
+import sys, threading, time, httpx
+url, body, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+stop, codes = time.monotonic() + seconds, {}
+def go():
+    with httpx.Client(timeout=10) as c:
+        while time.monotonic() < stop:
+            try:
+                code = c.post(url, content=body, headers={"content-type": "application/json"}).status_code
+            except httpx.HTTPError:
+                code = 0
+            codes[code] = codes.get(code, 0) + 1
+threads = [threading.Thread(target=go) for _ in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(codes, flush=True)
+"""
+
+
+def test_a_mispriced_request_cannot_hold_the_request_threads(hostile):
+    s = hostile(log=True, VERIFIER_COST_SCALE="0.0005", RUST_LOG="warn")
+    mispriced = json.dumps(request_body(
+        agent_id="test-flood", expected_schema=_fan_out({"contentMediaType": "application/json"}, 24),
+        submitted_output="[" + ("[" * 100 + "]" * 100 + ",") * 59 + "0]"), separators=(",", ":"))
+    assert nbytes(mispriced) < 16 * 1024   # small enough for the request threads
+    small = json.dumps(request_body(agent_id="test-probe"))
+    flooder = subprocess.Popen([sys.executable, "-c", FLOOD4_SCRIPT, s.url + "/verify/schema",
+                                mispriced, "4"], stdout=subprocess.PIPE, text=True)
+    health, verify = [], []
+    try:
+        time.sleep(0.3)
+        # Another client: its own loopback address.
+        other = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=BOUND)
+        with other:
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline:
+                t0 = time.monotonic()
+                assert other.get(s.url + "/health").status_code == 200
+                health.append(time.monotonic() - t0)
+                t0 = time.monotonic()
+                r = other.post(s.url + "/verify/schema", content=small,
+                               headers={"content-type": "application/json"})
+                verify.append(time.monotonic() - t0)
+                assert r.status_code == 200 and r.json()["result"] == "pass"
+                time.sleep(0.02)
+    finally:
+        codes, _ = flooder.communicate(timeout=30)
+    print(f"flood answers: {codes.strip()}")
+    # The first mispriced request ran on a request thread and was caught: its measured CPU and
+    # estimate are in the log (amounts only).
+    log = re.sub(r"\x1b\[[0-9;]*m", "", s.log())   # without terminal colours, if any
+    overrun = re.search(r"estimate_us\W*(\d+).*?measured_us\W*(\d+)", log)
+    assert overrun, "no overrun was logged"
+    estimate_us, measured_us = int(overrun.group(1)), int(overrun.group(2))
+    print(f"mispriced by {measured_us / max(estimate_us, 1):.0f}x ({measured_us} µs of CPU against an estimate of {estimate_us} µs)")
+    assert measured_us >= 50 * estimate_us
+    for name, took in (("/health", health), ("a small verification", verify)):
+        took.sort()
+        p90 = took[int(len(took) * 0.9)]
+        print(f"{name} from another client during the flood: p50 {took[len(took) // 2] * 1000:.1f} ms, p90 {p90 * 1000:.1f} ms, n={len(took)}")
+        assert p90 < 0.1, f"{name} p90 {p90 * 1000:.0f} ms during the flood"
+    assert "test-flood" not in s.log() and "[[[" not in s.log()
+
+
+# The three small ones of issue 35.
+
+@pytest.mark.parametrize("body,code", [
+    ('{"jsonrpc":"2.0","id":1,"method":"tools/list","params":[]}', -32600),
+    ('{"jsonrpc":"2.0","id":1,"method":"tools/list","params":"x"}', -32600),
+    ('{"jsonrpc":"2.0","jsonrpc":"2.0","id":1,"method":"ping"}', -32600),
+    ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"verify_schema",'
+     '"arguments":{"task_id":"a","task_id":"b","expected_schema":{},"submitted_output":{}}}}', -32600),
+    ('{"jsonrpc":"2.0","id":1,"method":"ping"', -32700),
+])
+def test_mcp_answers_malformed_messages_with_json_rpc_errors(api, body, code):
+    r = api.request("POST", "/mcp", body=body, headers={
+        "accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25"})
+    assert r.status_code == 400, r.text[:200]
+    assert r.json()["error"]["code"] == code
+    assert "task_id" not in r.text
+
+
+def test_caller_chosen_methods_never_reach_the_log(hostile):
+    s = hostile(log=True, RUST_LOG="info")
+    token = "X" + MARKER * 100
+    raw = raw_http(s.port, f"{token} /health HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    assert raw.status is not None and raw.status < 500
+    assert_serving(s)
+    log = s.log()
+    assert MARKER not in log and "method" in log
+
+
+def test_an_impossible_chunk_size_is_413_at_once(srv):
+    for size in ("ffffffffffffffff", "fffffffffffffffff", "40001"):
+        raw = raw_http(srv.port, b"POST /verify/schema HTTP/1.1\r\nHost: x\r\n"
+                                 b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       + size.encode() + b"\r\n", timeout=5)
+        assert raw.status == 413 and raw.elapsed < QUICK, (size, raw.status, raw.elapsed)
+        assert raw.headers.get("connection") == "close"
+    # The same size spread over chunks that each fit.
+    raw = raw_http(srv.port, b"POST /verify/schema HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                             b"Transfer-Encoding: chunked\r\n\r\n20000\r\n" + b" " * 0x20000
+                   + b"\r\n20001\r\n", timeout=5)
+    assert raw.status == 413 and raw.elapsed < QUICK
+    # Over MCP too.
+    raw = raw_http(srv.port, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                             b"Transfer-Encoding: chunked\r\n\r\nffffffff\r\n", timeout=5)
+    assert raw.status == 413 and raw.elapsed < QUICK
 
 
 # ---------------------------------------------------------------------------------------------

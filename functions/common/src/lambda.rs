@@ -146,7 +146,7 @@ impl LambdaSettings {
             .unwrap_or(defaults.ipv6_prefix),
             cost_scale_ppm: match var("VERIFIER_COST_SCALE") {
                 Some(text) => verifier_core::config::cost_scale_ppm(&text)
-                    .ok_or(InitError::Number("VERIFIER_COST_SCALE (0.001 to 1000)"))?,
+                    .ok_or(InitError::Number("VERIFIER_COST_SCALE (0.0001 to 1000)"))?,
                 None => defaults.cost_scale_ppm,
             },
         };

@@ -20,6 +20,7 @@ use function_common::respond;
 use serde_json::{Value, json};
 use verifier_core::config::ServiceConfig;
 use verifier_core::errors::ApiError;
+use verifier_core::json::{JsonError, parse_strict_value};
 
 /// Longest string `id` answered (a JSON-RPC answer repeats the id).
 pub const MAX_ID_CHARS: usize = 128;
@@ -31,7 +32,9 @@ const MAX_ANSWER_BYTES: usize = 4 << 20;
 pub fn standard_message(code: i64) -> &'static str {
     match code {
         -32700 => "Parse error: the body is not valid JSON",
-        -32600 => "Invalid Request: send one JSON-RPC 2.0 request object (no batches)",
+        -32600 => {
+            "Invalid Request: send one JSON-RPC 2.0 request object (no batches, no repeated keys, params as an object)"
+        }
         -32601 => "Method not found",
         -32602 => "Invalid params",
         -32603 => "Internal error",
@@ -69,21 +72,43 @@ fn valid_id(id: &Value) -> bool {
 
 /// The refusal of a body that is not one well-formed JSON-RPC message, if it is not.
 fn refuse_message(bytes: &[u8]) -> Option<Response> {
-    let Ok(message) = serde_json::from_slice::<Value>(bytes) else {
-        return Some(rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32700));
+    let message = match parse_strict_value(bytes) {
+        Ok(message) => message,
+        // A repeated key: which of its values was meant is unknowable (and the receipt hashes
+        // what was sent), as on the REST routes.
+        Err(JsonError::DuplicateKey { .. }) => {
+            return Some(rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32600));
+        }
+        Err(JsonError::Syntax { .. } | JsonError::Truncated) => {
+            return Some(rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32700));
+        }
+        // Numbers the strict parser refuses are the tool's to answer (naming the field).
+        Err(_) => match serde_json::from_slice::<Value>(bytes) {
+            Ok(message) => message,
+            Err(_) => return Some(rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32700)),
+        },
     };
     let Value::Object(map) = &message else {
         return Some(rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32600));
     };
     let id = map.get("id");
     let id_ok = id.is_none_or(valid_id);
+    // MCP's requests and notifications take their params as an object, or none.
     let well_formed = map.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
         && (map.get("method").is_some_and(Value::is_string)
             || map.contains_key("result")
-            || map.contains_key("error"));
+            || map.contains_key("error"))
+        && map.get("params").is_none_or(Value::is_object);
+    let echo = || id.filter(|v| valid_id(v)).cloned().unwrap_or(Value::Null);
     if !id_ok || !well_formed {
-        let echo = id.filter(|v| valid_id(v)).cloned().unwrap_or(Value::Null);
-        return Some(rpc_error(StatusCode::BAD_REQUEST, echo, -32600));
+        return Some(rpc_error(StatusCode::BAD_REQUEST, echo(), -32600));
+    }
+    // A tool call's arguments are an object (rmcp would answer "method not found").
+    let arguments = map.get("params").and_then(|p| p.get("arguments"));
+    if map.get("method").and_then(Value::as_str) == Some("tools/call")
+        && arguments.is_some_and(|a| !a.is_object())
+    {
+        return Some(rpc_error(StatusCode::OK, echo(), -32602));
     }
     None
 }
@@ -164,7 +189,7 @@ pub async fn guard(req: Request, next: Next, config: &ServiceConfig) -> Response
         return allow_post(respond::error(&ApiError::MethodNotAllowed, config));
     }
     let (mut parts, body) = req.into_parts();
-    let bytes = match function_common::body::read_body(&parts.headers, body, config).await {
+    let bytes = match function_common::body::read_body(&parts, body, config).await {
         Ok(bytes) => bytes,
         Err(response) => return response,
     };
@@ -257,6 +282,14 @@ mod tests {
             (b"{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}", 400),
             (b"{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}", 400),
             (b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":7}", 400),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":[]}",
+                400,
+            ),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}",
+                400,
+            ),
         ] {
             let r = refuse_message(body).expect("refused");
             assert_eq!(code_of(&r), status);

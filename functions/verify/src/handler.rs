@@ -72,7 +72,7 @@ async fn handle(State(s): State<Arc<Services>>, req: Request, path: &'static str
         }
         _ => None,
     };
-    let bytes = match read_body(&parts.headers, body, config).await {
+    let bytes = match read_body(&parts, body, config).await {
         Ok(bytes) => bytes,
         Err(response) => return response,
     };

@@ -75,6 +75,22 @@ pub fn describe_value(v: &Value) -> String {
 }
 
 impl Finding {
+    /// Bytes of its texts (what holding it and writing it into a report cost).
+    pub fn text_bytes(&self) -> u64 {
+        [
+            &self.check,
+            &self.path,
+            &self.field,
+            &self.expected,
+            &self.found,
+            &self.detail,
+            &self.message,
+        ]
+        .iter()
+        .map(|s| s.len() as u64)
+        .sum()
+    }
+
     /// The order reports list findings in: path, then check, then message.
     fn order(&self, other: &Finding) -> std::cmp::Ordering {
         (&self.path, &self.check, &self.message).cmp(&(&other.path, &other.check, &other.message))
@@ -170,6 +186,11 @@ impl Findings {
             blocking_checks: Default::default(),
             seen: Default::default(),
         }
+    }
+
+    /// How many findings each list keeps.
+    pub fn cap(&self) -> usize {
+        self.all.cap
     }
 
     /// Add a finding (ignored when an identical one was added before).

@@ -276,15 +276,30 @@ impl CompiledSchema {
         let counted = count_checks(&self.schema, &self.index, instance, want_blank_required);
         let mut failed_keys: HashSet<u64> = HashSet::new();
         if !self.validator.is_valid(instance) {
-            // Collecting the errors applies the schema again.
-            meter.charge(Part::SchemaErrors, Cost::cpu(meter.validation_ns()))?;
-            for error in self.validator.iter_errors(instance) {
+            // Collecting the errors applies the schema again, and jsonschema collects every
+            // error before returning the first: all of it is charged before it is asked for.
+            meter.charge(Part::SchemaErrors, meter.error_collection())?;
+            // The findings the lists may keep, and write into the report, are charged by their
+            // real size (a finding names the keyword's value: a long const, a pattern).
+            let kept = 2 * findings.cap();
+            for (i, error) in self.validator.iter_errors(instance).enumerate() {
                 meter.charge(Part::SchemaErrors, Cost::new(c::ERROR_NS, c::ERROR_BYTES))?;
                 let mut h = std::collections::hash_map::DefaultHasher::new();
                 error.instance_path().as_str().hash(&mut h);
                 collapse(error.evaluation_path().as_str()).hash(&mut h);
                 failed_keys.insert(h.finish());
-                findings.push(finding_of(&error, instance));
+                let finding = finding_of(&error, instance);
+                if i < kept {
+                    let text = finding.text_bytes();
+                    meter.charge(
+                        Part::SchemaErrors,
+                        Cost::new(
+                            text.saturating_mul(c::FINDING_NS_PER_TEXT_BYTE),
+                            text.saturating_mul(c::FINDING_BYTES_PER_TEXT_BYTE),
+                        ),
+                    )?;
+                }
+                findings.push(finding);
             }
         }
         let failed = failed_keys.len();

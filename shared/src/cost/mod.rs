@@ -339,6 +339,8 @@ pub struct Meter {
     /// CPU the validator spends applying the schema to the output, as priced: spent again
     /// when the output is invalid and its errors are collected.
     validation_ns: u64,
+    /// What collecting every potential schema error costs (see [`Meter::note_errors`]).
+    errors: Cost,
     /// The largest memory needed for a moment only (a pattern's compile), on top of the total.
     transient: u64,
     /// CPU charges are multiplied by this, in millionths ([`Meter::with_cpu_scale`]).
@@ -365,6 +367,7 @@ impl Meter {
             parts: [Cost::ZERO; Part::ALL.len()],
             total: Cost::ZERO,
             validation_ns: 0,
+            errors: Cost::ZERO,
             transient: 0,
             cpu_scale_ppm: UNSCALED_PPM,
         }
@@ -465,6 +468,19 @@ impl Meter {
     /// errors applies it again.
     pub fn validation_ns(&self) -> u64 {
         self.validation_ns
+    }
+
+    /// Note what collecting every schema error the output could have costs: jsonschema
+    /// collects all of an invalid output's errors before it returns the first, so this is
+    /// charged, with the second application, before the errors are asked for.
+    pub fn note_errors(&mut self, cost: Cost) {
+        self.errors = cost;
+    }
+
+    /// Collecting an invalid output's schema errors: applying the schema again, every error
+    /// and what it copies (charged before they are collected).
+    pub fn error_collection(&self) -> Cost {
+        Cost::cpu(self.validation_ns).plus(self.errors)
     }
 
     /// The estimate so far.

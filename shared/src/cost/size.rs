@@ -79,6 +79,48 @@ impl Shape {
     }
 }
 
+/// The tree bytes of every array and object in `root` (as [`Shape::of`] counts them, its own
+/// value included), by address, in one pass: what errors about them copy. Returns how many
+/// containers it measured.
+pub fn container_sizes(root: &Value, into: &mut rustc_hash::FxHashMap<usize, u64>) -> u64 {
+    // Post-order: a container is finished when its children are.
+    let mut stack: Vec<(&Value, bool)> = vec![(root, false)];
+    let mut inner: Vec<u64> = Vec::new();
+    let mut containers = 0;
+    while let Some((v, done)) = stack.pop() {
+        match (v, done) {
+            (Value::Array(items), false) => {
+                stack.push((v, true));
+                stack.extend(items.iter().map(|item| (item, false)));
+            }
+            (Value::Object(map), false) => {
+                stack.push((v, true));
+                stack.extend(map.values().map(|item| (item, false)));
+            }
+            (Value::Array(items), true) => {
+                let children: u64 = inner.drain(inner.len() - items.len()..).sum();
+                let own = 2 * VALUE_BYTES * items.len() as u64 + children;
+                into.insert(v as *const Value as usize, VALUE_BYTES + own);
+                inner.push(own);
+                containers += 1;
+            }
+            (Value::Object(map), true) => {
+                let children: u64 = inner.drain(inner.len() - map.len()..).sum();
+                let keys: u64 = map
+                    .keys()
+                    .map(|k| 2 * (VALUE_BYTES + MEMBER_BYTES) + k.len() as u64)
+                    .sum();
+                into.insert(v as *const Value as usize, VALUE_BYTES + keys + children);
+                inner.push(keys + children);
+                containers += 1;
+            }
+            (Value::String(s), _) => inner.push(s.len() as u64),
+            _ => inner.push(0),
+        }
+    }
+    containers
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,6 +140,27 @@ mod tests {
         assert_eq!(s.longest_path, 16);
         let text = crate::canonical::value_to_jcs(&v);
         assert!(s.jcs_bytes >= text.len() as u64);
+    }
+
+    #[test]
+    fn container_sizes_match_the_shapes() {
+        let v = json!({"items": [{"price": 1.5, "n": "abc"}, [1, [2, 3]]], "name": "abc"});
+        let mut sizes = rustc_hash::FxHashMap::default();
+        assert_eq!(container_sizes(&v, &mut sizes), 5);
+        assert_eq!(
+            sizes[&(&v as *const Value as usize)],
+            Shape::of(&v).tree_bytes
+        );
+        let items = &v["items"];
+        assert_eq!(
+            sizes[&(items as *const Value as usize)],
+            Shape::of(items).tree_bytes
+        );
+        let inner = &v["items"][1][1];
+        assert_eq!(
+            sizes[&(inner as *const Value as usize)],
+            Shape::of(inner).tree_bytes
+        );
     }
 
     #[test]

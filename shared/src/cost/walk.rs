@@ -14,7 +14,7 @@
 use super::calibration as c;
 use super::content::{TextShape, check_cost, scan_ns};
 use super::patterns::PatternCost;
-use super::size::Shape;
+use super::size::{Shape, container_sizes};
 use super::{Cost, Meter, OverBudget, Part, Resource};
 use crate::checks::count::SchemaIndex;
 use crate::checks::keywords::Keywords;
@@ -129,6 +129,11 @@ pub struct WalkSummary {
     pub pairs: u64,
     /// CPU of applying the schema to the output once (patterns and formats included).
     pub cpu_ns: u64,
+    /// Bytes the potential errors copy besides themselves: a `not` subschema, a pattern, the
+    /// unexpected keys of `additionalProperties: false`, and the instance of every error made
+    /// owned under `anyOf`/`oneOf`/`propertyNames` (jsonschema collects every error of an
+    /// invalid output at once, see [`Meter::note_errors`]).
+    pub error_copies: u64,
 }
 
 /// Price applying `schema` to `output`, charging the meter as it goes. With `pair_cap`, the
@@ -158,6 +163,9 @@ pub fn price(
         sizes: FxHashMap::default(),
         warmed: FxHashSet::default(),
         texts: FxHashMap::default(),
+        tree_sizes: FxHashMap::default(),
+        output,
+        sized_output: false,
     };
     let acc = walk.pair(schema, Inst::Value(output), 0)?;
     Ok(WalkSummary {
@@ -170,6 +178,7 @@ pub fn price(
             .saturating_add(acc.formats)
             .saturating_add(acc.values)
             .saturating_add(acc.content),
+        error_copies: acc.err_copies,
     })
 }
 
@@ -202,6 +211,10 @@ struct Acc {
     /// The largest tree one content check builds and drops again (a transient peak).
     content_peak: u64,
     errors: u64,
+    /// Bytes the errors copy (see [`WalkSummary::error_copies`]).
+    err_copies: u64,
+    /// The instances' tree bytes summed over the errors (what they copy when made owned).
+    err_inst: u64,
     apps: u64,
 }
 
@@ -215,6 +228,8 @@ impl Acc {
         self.content = self.content.saturating_add(o.content);
         self.content_peak = self.content_peak.max(o.content_peak);
         self.errors = self.errors.saturating_add(o.errors);
+        self.err_copies = self.err_copies.saturating_add(o.err_copies);
+        self.err_inst = self.err_inst.saturating_add(o.err_inst);
         self.apps = self.apps.saturating_add(o.apps);
     }
 
@@ -263,6 +278,11 @@ struct Walk<'s, 'm> {
     warmed: FxHashSet<usize>,
     /// What the strings content keywords apply to may parse into, by address.
     texts: FxHashMap<usize, TextShape>,
+    /// Tree bytes of output containers and `not` subschemas, by address (what errors copy).
+    tree_sizes: FxHashMap<usize, u64>,
+    /// The output, and whether its containers were sized into `tree_sizes`.
+    output: &'s Value,
+    sized_output: bool,
 }
 
 fn too_deep() -> OverBudget {
@@ -427,8 +447,20 @@ impl<'s> Walk<'s, '_> {
                 }
             }
         }
-        for subs in [k.all_of, k.any_of, k.one_of, k.not, k.if_, k.then, k.else_] {
+        for subs in [k.all_of, k.not, k.if_, k.then, k.else_] {
             self.each(subs, inst, depth, &mut in_place)?;
+        }
+        // The errors of failed `anyOf`/`oneOf` branches are made owned: each copies its
+        // instance.
+        let mut branches = Acc::default();
+        for subs in [k.any_of, k.one_of] {
+            self.each(subs, inst, depth, &mut branches)?;
+        }
+        branches.err_copies = branches.err_copies.saturating_add(branches.err_inst);
+        in_place.add(&branches);
+        if let Some(not) = k.not {
+            // A `not` error carries a copy of its subschema.
+            own.err_copies = own.err_copies.saturating_add(self.tree_bytes(not));
         }
         // Composites that fail as a whole, and the type/enum/const assertions.
         own.errors += [k.any_of, k.one_of, k.not, k.if_, k.type_, k.enum_, k.const_]
@@ -477,6 +509,11 @@ impl<'s> Walk<'s, '_> {
             // again.
             own.add(&in_place.cpu_only());
         }
+        // Each error at this pair is about this instance.
+        if own.errors > 0 {
+            let size = self.inst_bytes(inst);
+            own.err_inst = own.err_inst.saturating_add(own.errors.saturating_mul(size));
+        }
         own.charge(self.meter)?;
         own.add(&in_place);
         own.add(&children);
@@ -493,6 +530,10 @@ impl<'s> Walk<'s, '_> {
                 own.patterns = own.patterns.saturating_add(pattern.warm_up_ns());
             }
             own.errors += 1;
+            // A pattern error carries a copy of the pattern.
+            own.err_copies = own
+                .err_copies
+                .saturating_add(p.as_str().map_or(0, |t| t.len() as u64));
         }
         if self.formats
             && let Some(Value::String(format)) = k.format
@@ -515,6 +556,44 @@ impl<'s> Walk<'s, '_> {
         if self.asserts_content {
             self.content(k, s, own);
         }
+    }
+
+    /// Tree bytes of an instance (memoized for containers): what an error about it copies when
+    /// it is made owned.
+    fn inst_bytes(&mut self, inst: Inst<'_>) -> u64 {
+        match inst {
+            Inst::Key(s) => s.len() as u64 + 24,
+            Inst::Value(Value::String(s)) => s.len() as u64 + 72,
+            Inst::Value(v @ (Value::Array(_) | Value::Object(_))) => self.tree_bytes(v),
+            Inst::Value(_) => 72,
+        }
+    }
+
+    /// Tree bytes of a value: for the output's containers from one pass over the output made
+    /// the first time one is asked for, for a schema value (a `not` subschema) memoized.
+    fn tree_bytes(&mut self, v: &Value) -> u64 {
+        if let Some(size) = self.tree_sizes.get(&address(v)) {
+            return *size;
+        }
+        if !self.sized_output {
+            self.sized_output = true;
+            let containers = container_sizes(self.output, &mut self.tree_sizes);
+            // Not charged through the meter's result: a failure here only loses accuracy.
+            let _ = self.meter.charge(
+                Part::SchemaWalk,
+                Cost::new(
+                    containers.saturating_mul(c::WALK_NS_PER_PAIR),
+                    containers.saturating_mul(c::WALK_BYTES_PER_PAIR),
+                ),
+            );
+            if let Some(size) = self.tree_sizes.get(&address(v)) {
+                return *size;
+            }
+        }
+        *self
+            .tree_sizes
+            .entry(address(v))
+            .or_insert_with(|| Shape::of(v).tree_bytes)
     }
 
     /// `contentEncoding`/`contentMediaType` over `s` (drafts 6 and 7), see [`super::content`].
@@ -664,15 +743,22 @@ impl<'s> Walk<'s, '_> {
             own.walk = own.walk.saturating_add(lookups(keys));
             if sub == &Value::Bool(false) {
                 own.errors += keys;
+                // The error lists the unexpected keys.
+                let names: u64 = obj.keys().map(|k| k.len() as u64 + 24).sum();
+                own.err_copies = own.err_copies.saturating_add(names);
             }
             for value in obj.values() {
                 children.add(&self.pair(sub, Inst::Value(value), depth + 1)?);
             }
         }
         if let Some(sub) = k.property_names {
+            // Its errors are made owned: each copies its key.
+            let mut names = Acc::default();
             for name in obj.keys() {
-                children.add(&self.pair(sub, Inst::Key(name), depth + 1)?);
+                names.add(&self.pair(sub, Inst::Key(name), depth + 1)?);
             }
+            names.err_copies = names.err_copies.saturating_add(names.err_inst);
+            children.add(&names);
         }
         own.errors += [k.min_properties, k.max_properties]
             .iter()
