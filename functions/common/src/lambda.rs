@@ -246,6 +246,8 @@ impl Init {
                 per_client: 1,
                 wait: Duration::from_secs(1),
                 share_wait: Duration::from_secs(1),
+                // Nobody waits behind the one request an instance serves.
+                watch_overruns: false,
             }),
             listings: Default::default(),
             in_flight: Default::default(),

@@ -391,6 +391,12 @@ fn static_costs(
                                 Comparison::of(v, key == "enum"),
                             );
                         }
+                        ("anyOf" | "oneOf" | "propertyNames", _) => {
+                            statics.owned_errors = true;
+                            if matches!(value, Value::Object(_) | Value::Array(_)) {
+                                stack.push(value);
+                            }
+                        }
                         ("$ref", Value::String(r))
                             if !statics.external_refs && index.resolve(schema, r).is_none() =>
                         {

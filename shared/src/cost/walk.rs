@@ -37,6 +37,9 @@ pub struct StaticCosts {
     pub comparisons: FxHashMap<usize, Comparison>,
     /// Whether some `$ref` leads outside the schema (a bundled meta-schema).
     pub external_refs: bool,
+    /// Whether some error may be made owned (`anyOf`, `oneOf`, `propertyNames`): only then
+    /// does the walk size the instances errors are about.
+    pub owned_errors: bool,
     /// Schema nodes (objects, arrays and scalars outside `enum`, `const`, `default` and
     /// `examples`): what compiling costs per node.
     pub nodes: u64,
@@ -509,8 +512,9 @@ impl<'s> Walk<'s, '_> {
             // again.
             own.add(&in_place.cpu_only());
         }
-        // Each error at this pair is about this instance.
-        if own.errors > 0 {
+        // Each error at this pair is about this instance (copied only where errors are made
+        // owned, which only some keywords do).
+        if own.errors > 0 && self.statics.owned_errors {
             let size = self.inst_bytes(inst);
             own.err_inst = own.err_inst.saturating_add(own.errors.saturating_mul(size));
         }

@@ -2,6 +2,7 @@
 //! score lookup (free `no_data` / `unrated`, or paid), the reputation history. REST handlers and MCP tools
 //! both call these and only translate the [`Reply`].
 
+pub mod cpu_watch;
 pub mod examples;
 pub mod in_flight;
 pub mod listings;

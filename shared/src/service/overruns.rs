@@ -3,9 +3,9 @@
 //! Cheap verifications run on the request threads, chosen by their estimate; an estimate that
 //! is wrong (a cost-model hole, issue 35) would let one request hold a request thread for far
 //! longer than it was priced at, and everything behind it waits. So the request threads
-//! measure what each verification actually took (the thread's own CPU time, two
-//! `clock_gettime` calls) and, when it passed its estimate by more than [`SLACK_NS`], do not
-//! trust that estimate again: the client is sent to the bounded pool ([`super::pool`]: two
+//! measure the CPU of work that runs past its estimate ([`super::cpu_watch`]: no system call
+//! for work that ends in time) and, when it passed its estimate by more than [`SLACK_NS`], do
+//! not trust that estimate again: the client is sent to the bounded pool ([`super::pool`]: two
 //! places per client, lower priority) for [`DEMOTION`], the compiled schema for as long as it
 //! is cached, whoever sends it, and the overrun is logged (amounts and the largest part only,
 //! nothing the caller sent). So a mispriced request costs the request threads once per client
@@ -61,11 +61,6 @@ impl Overruns {
         }
     }
 
-    /// Whether `measured_ns` of CPU passed the estimate by more than the slack.
-    pub fn overran(estimate_ns: u64, measured_ns: u64) -> bool {
-        measured_ns > estimate_ns.saturating_add(SLACK_NS)
-    }
-
     /// Record an overrun of `client`'s request: the client goes to the pool for [`DEMOTION`].
     pub fn record(&self, client: &str, estimate_ns: u64, measured_ns: u64, part: &'static str) {
         let seen = self.seen.fetch_add(1, Ordering::Relaxed) + 1;
@@ -113,8 +108,6 @@ mod tests {
     fn an_overrun_demotes_its_client_only() {
         let o = Overruns::default();
         assert!(!o.demoted("a"));
-        assert!(!Overruns::overran(2_000_000, 2_900_000));
-        assert!(Overruns::overran(2_000_000, 3_100_000));
         o.record("a", 20_000, 200_000_000, "schema_walk");
         assert!(o.demoted("a"));
         assert!(!o.demoted("b"));

@@ -23,6 +23,10 @@ pub struct PoolConfig {
     /// How long a costly request over its client's share waits for the share to free up
     /// before it gets 429 (so a client flooding with them is slowed, not answered at once).
     pub share_wait: Duration,
+    /// Whether the request threads' work is watched for overruns of its estimate (see
+    /// `super::overruns`): where other requests could wait behind it (not on Lambda, which
+    /// serves one request at a time).
+    pub watch_overruns: bool,
 }
 
 impl Default for PoolConfig {
@@ -35,6 +39,7 @@ impl Default for PoolConfig {
             per_client: 2,
             wait: Duration::from_secs(5),
             share_wait: Duration::from_millis(500),
+            watch_overruns: true,
         }
     }
 }
@@ -236,6 +241,7 @@ mod tests {
             per_client: 2,
             wait: Duration::from_millis(50),
             share_wait: Duration::from_millis(20),
+            watch_overruns: true,
         });
         let first = pool.admit("a").await.expect("a worker");
         // Same client: a second may wait (and times out: the only worker is busy) …

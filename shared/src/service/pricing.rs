@@ -2,11 +2,12 @@
 //! anything dearer on a worker of the bounded pool ([`super::pool`]).
 
 use super::Services;
-use super::overruns::Overruns;
+use super::cpu_watch;
+use super::overruns::SLACK_NS;
 use super::pool::Slot;
 use super::verify::VerifyCall;
 use crate::checks::schema::CompiledSchema;
-use crate::cost::{Budget, Meter, OverBudget, thread_cpu_ns};
+use crate::cost::{Budget, Meter, OverBudget};
 use crate::errors::ApiError;
 use crate::keys::SigningIdentity;
 use crate::request::VerifyRequest;
@@ -85,20 +86,22 @@ impl<'p> Priced<'p> {
                 .map_err(Refused::from)?
             }
             None => {
-                // On a request thread: what it really took is measured, and an estimate it
-                // passed is not trusted again (see `super::overruns`).
-                let started = thread_cpu_ns();
+                // On a request thread: work that runs past its estimate is measured, and an
+                // estimate it passed is not trusted again (see `super::overruns`).
+                let watched = s.pool.config().watch_overruns.then(cpu_watch::begin);
                 let checked =
                     s.engine
                         .check_metered(req, &compiled, &mut meter, signer.key_version(), now);
-                let measured = thread_cpu_ns().saturating_sub(started);
                 let estimate = meter.total().cpu_ns;
-                if Overruns::overran(estimate, measured) {
+                let limit = estimate.saturating_add(SLACK_NS);
+                if let Some(used) = watched.and_then(|w| w.finish(limit))
+                    && used > limit
+                {
                     compiled.mark_mispriced();
                     s.pool.overruns().record(
                         client,
                         estimate,
-                        measured,
+                        used,
                         meter.largest_cpu_part().name(),
                     );
                 }
