@@ -8,8 +8,9 @@
 //! chunk size overflows or would take the body past the hard limit, it raises the connection's
 //! [`BodyAlarm`] for that request, and the body reader answers 413 and closes the connection.
 //!
-//! It only ever reads: bytes pass to hyper unchanged. Heads are scanned byte by byte (a few
-//! hundred bytes a request); fixed-length bodies and chunk data are skipped by count. Anything it
+//! It only ever reads: bytes pass to hyper unchanged. Heads are read line by line (line ends
+//! found with `memchr`; only the two framing headers are looked at); fixed-length bodies and
+//! chunk data are skipped by count. Anything it
 //! does not follow (a header line longer than [`MAX_LINE`], `CONNECT`) makes it stop watching
 //! that connection, which is then served exactly as without it.
 
@@ -167,36 +168,63 @@ impl Framing {
                     }
                     1
                 }
-                State::Head { .. } => self.head_byte(bytes[0]),
+                State::Head { .. } => self.head_bytes(bytes),
             };
             bytes = &bytes[used..];
         }
         found
     }
 
-    /// One byte of a head; returns 1 (bytes used).
-    fn head_byte(&mut self, b: u8) -> usize {
+    /// Some bytes of a head, up to the end of the current line: returns how many were used.
+    /// Lines are found with `memchr` and only copied when one spans two reads.
+    fn head_bytes(&mut self, bytes: &[u8]) -> usize {
+        let State::Head { line, .. } = &mut self.state else {
+            return bytes.len();
+        };
+        let Some(end) = memchr::memchr(b'\n', bytes) else {
+            if line.len() + bytes.len() > MAX_LINE {
+                self.state = State::Blind;
+            } else {
+                line.extend_from_slice(bytes);
+            }
+            return bytes.len();
+        };
+        if line.is_empty() {
+            self.head_line(&bytes[..end]);
+        } else if line.len() + end > MAX_LINE {
+            self.state = State::Blind;
+        } else {
+            let mut whole = std::mem::take(line);
+            whole.extend_from_slice(&bytes[..end]);
+            self.head_line(&whole);
+            if let State::Head { line, .. } = &mut self.state {
+                whole.clear();
+                *line = whole;
+            }
+        }
+        end + 1
+    }
+
+    /// One whole line of a head (without its line feed).
+    fn head_line(&mut self, line: &[u8]) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.len() > MAX_LINE {
+            self.state = State::Blind;
+            return;
+        }
         let State::Head {
-            line,
             first_line,
             chunked,
             length,
+            ..
         } = &mut self.state
         else {
-            return 1;
+            return;
         };
-        if b != b'\n' {
-            if line.len() >= MAX_LINE {
-                self.state = State::Blind;
-            } else if b != b'\r' {
-                line.push(b);
-            }
-            return 1;
-        }
         if line.is_empty() {
             if *first_line {
                 // Empty lines before a request line are allowed (RFC 9112 §2.2).
-                return 1;
+                return;
             }
             let (chunked, length) = (*chunked, *length);
             self.declared = 0;
@@ -212,28 +240,30 @@ impl Framing {
                     _ => self.next_request(),
                 }
             };
-            return 1;
+            return;
         }
         if *first_line {
             *first_line = false;
             if line.starts_with(b"CONNECT ") {
                 self.state = State::Blind;
-                return 1;
             }
-        } else if let Some(colon) = line.iter().position(|&c| c == b':') {
-            let (name, value) = (&line[..colon], &line[colon + 1..]);
-            if name.eq_ignore_ascii_case(b"transfer-encoding") {
-                // Chunked when it is the last coding (RFC 9112 §6.3); otherwise hyper refuses.
-                let last = value.rsplit(|&c| c == b',').next().unwrap_or(&[]);
-                *chunked = last.trim_ascii().eq_ignore_ascii_case(b"chunked");
-            } else if name.eq_ignore_ascii_case(b"content-length") {
-                *length = std::str::from_utf8(value)
-                    .ok()
-                    .and_then(|v| v.trim().parse::<u64>().ok());
-            }
+            return;
         }
-        line.clear();
-        1
+        let named = |name: &[u8]| {
+            line.len() > name.len()
+                && line[name.len()] == b':'
+                && line[..name.len()].eq_ignore_ascii_case(name)
+        };
+        if named(b"transfer-encoding") {
+            // Chunked when it is the last coding (RFC 9112 §6.3); otherwise hyper refuses.
+            let value = &line[b"transfer-encoding:".len()..];
+            let last = value.rsplit(|&c| c == b',').next().unwrap_or(&[]);
+            *chunked = last.trim_ascii().eq_ignore_ascii_case(b"chunked");
+        } else if named(b"content-length") {
+            *length = std::str::from_utf8(&line[b"content-length:".len()..])
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok());
+        }
     }
 
     fn next_request(&mut self) -> State {
