@@ -16,23 +16,47 @@ use verifier_core::{Engine, EngineConfig, EngineError, SigningIdentity, VerifyRe
 
 const REMOTE_BASE: &str = "http://localhost:1234/";
 
+/// The exact disagreement an allow-list entry allows.
+#[derive(Clone, Copy)]
+enum Expected {
+    /// The request is refused, with this text in the refusal.
+    Refused(&'static str),
+    /// The suite's validity, and the result the pipeline gives instead.
+    Verdict(bool, &'static str),
+}
+
+const CUSTOM_META_SCHEMA: &str = "a custom $schema meta-schema URI is refused by design (SchemaError::UnknownDraft); the service only accepts the five official drafts";
+const ANNOTATION_ONLY: &str = "formats are assertions by default in every draft (format_assertion: false restores the annotation-only default of 2019-09 and 2020-12, tested below)";
+
 /// Suite cases where our verdict honestly differs from the suite's, keyed by
-/// `(draft dir, file, case description, test description)`, each with its reason.
-/// A `*` test description covers every test of the case.
-const ALLOWED_DISAGREEMENTS: &[(&str, &str, &str, &str, &str)] = &[
+/// `(draft dir, file, case description, test description)`, each with the exact disagreement
+/// it allows and the reason. A test description `*` covers every test of the case, `*text`
+/// every test whose description ends with `text`; either way each covered test must disagree
+/// exactly as stated, and an entry that covers no disagreement fails the run (stale).
+const ALLOWED_DISAGREEMENTS: &[(&str, &str, &str, &str, Expected, &str)] = &[
     (
         "draft2020-12",
         "vocabulary.json",
         "schema that uses custom metaschema with with no validation vocabulary",
         "*",
-        "a custom $schema meta-schema URI is refused by design (SchemaError::UnknownDraft); the service only accepts the five official drafts",
+        Expected::Refused("names a meta-schema ($schema) this service does not support"),
+        CUSTOM_META_SCHEMA,
     ),
     (
         "draft2020-12",
         "vocabulary.json",
         "ignore unrecognized optional vocabulary",
         "*",
-        "a custom $schema meta-schema URI is refused by design (SchemaError::UnknownDraft); the service only accepts the five official drafts",
+        Expected::Refused("names a meta-schema ($schema) this service does not support"),
+        CUSTOM_META_SCHEMA,
+    ),
+    (
+        "draft2020-12",
+        "format.json",
+        "*",
+        "*string is only an annotation by default",
+        Expected::Verdict(true, "fail"),
+        ANNOTATION_ONLY,
     ),
 ];
 
@@ -140,27 +164,51 @@ struct Tally {
     agreements: usize,
     allowed: Vec<String>,
     disagreements: Vec<String>,
+    /// The allow-list entries that allowed something.
+    used: std::collections::BTreeSet<usize>,
 }
 
-/// The required 2020-12 `format.json` tests that expect `format` to be only an annotation:
-/// the service asserts formats by default (`format_assertion: false` gives the draft's own
-/// default back, tested below).
-const ANNOTATION_ONLY_TEST_SUFFIX: &str = "string is only an annotation by default";
-const ANNOTATION_ONLY_REASON: &str = "formats are assertions by default in every draft (format_assertion: false restores the annotation-only default of 2019-09 and 2020-12)";
-
-fn allowed_reason(draft_dir: &str, file: &str, case: &str, test: &str) -> Option<&'static str> {
-    if draft_dir == "draft2020-12"
-        && file == "format.json"
-        && test.ends_with(ANNOTATION_ONLY_TEST_SUFFIX)
-    {
-        return Some(ANNOTATION_ONLY_REASON);
+/// Whether `pattern` (an allow-list description: exact, `*`, or `*suffix`) covers `text`.
+fn covers(pattern: &str, text: &str) -> bool {
+    match pattern.strip_prefix('*') {
+        Some("") => true,
+        Some(suffix) => text.ends_with(suffix),
+        None => pattern == text,
     }
+}
+
+impl Expected {
+    /// Whether `d` is exactly this disagreement.
+    fn matches(self, d: &Disagreement) -> bool {
+        match (self, d) {
+            (Expected::Refused(text), Disagreement::Request(why) | Disagreement::Engine(why)) => {
+                why.contains(text)
+            }
+            (
+                Expected::Verdict(valid, said),
+                Disagreement::Verdict {
+                    expected_valid,
+                    result,
+                },
+            ) => valid == *expected_valid && said == result,
+            _ => false,
+        }
+    }
+}
+
+/// The index of the allow-list entry that allows exactly this disagreement.
+fn allowed(
+    draft_dir: &str,
+    file: &str,
+    case: &str,
+    test: &str,
+    d: &Disagreement,
+) -> Option<usize> {
     ALLOWED_DISAGREEMENTS
         .iter()
-        .find(|(d, f, c, t, _)| {
-            *d == draft_dir && *f == file && *c == case && (*t == "*" || *t == test)
+        .position(|(dd, f, c, t, expected, _)| {
+            *dd == draft_dir && *f == file && covers(c, case) && covers(t, test) && expected.matches(d)
         })
-        .map(|entry| entry.4)
 }
 
 fn run_one(
@@ -256,10 +304,12 @@ fn run_draft(
                     Ok(()) => tally.agreements += 1,
                     Err(d) => {
                         let line = format!("{file} :: {case_desc} :: {test_desc} => {d}");
-                        if allowed_reason(draft_dir, &file, case_desc, test_desc).is_some() {
-                            tally.allowed.push(line);
-                        } else {
-                            tally.disagreements.push(line);
+                        match allowed(draft_dir, &file, case_desc, test_desc, &d) {
+                            Some(entry) => {
+                                tally.used.insert(entry);
+                                tally.allowed.push(line);
+                            }
+                            None => tally.disagreements.push(line),
                         }
                     }
                 }
@@ -283,19 +333,17 @@ fn check_draft(draft_dir: &str, sub: &str, draft: Option<Draft>, min_tests: usiz
     for line in &tally.allowed {
         println!("  allowed: {line}");
     }
-    // Every allow-list entry for this draft must still be needed.
+    // Every allow-list entry for this draft's files must still be needed.
     let stale: Vec<&str> = ALLOWED_DISAGREEMENTS
         .iter()
-        .filter(|(d, f, c, _, _)| {
+        .enumerate()
+        .filter(|(i, (d, f, _, _, _, _))| {
             *d == draft_dir
                 && f.starts_with(sub)
                 && (sub.is_empty() != f.contains('/'))
-                && !tally
-                    .allowed
-                    .iter()
-                    .any(|l| l.starts_with(&format!("{f} :: {c} :: ")))
+                && !tally.used.contains(i)
         })
-        .map(|e| e.2)
+        .map(|(_, e)| e.2)
         .collect();
     assert!(
         stale.is_empty(),

@@ -149,12 +149,29 @@ fn hosted_invoice_draft_fails_exactly_as_the_hosted_receipt_says() {
         ours["summary"]["blocking_checks"],
         serde_json::json!(["consistency:sum_equals"])
     );
-    assert_eq!(ours["errors"][0], hosted_resp["errors"][0]);
-    assert_eq!(ours["errors_detail"][0], hosted_resp["errors_detail"][0]);
-    assert_eq!(ours["flags"][0], hosted_resp["flags"][0]);
-    assert_eq!(ours["hints"][0], hosted_resp["hints"][0]);
-    assert_eq!(ours["schema_compliance"], hosted_resp["schema_compliance"]);
-    assert_eq!(ours["next_actions"], hosted_resp["next_actions"]);
+    // Every list whole, element by element, and every count beside it.
+    for list in ["errors", "errors_detail", "flags", "hints"] {
+        assert_eq!(ours[list], hosted_resp[list], "{list}");
+        for count in ["total", "omitted"] {
+            let key = format!("{list}_{count}");
+            assert!(hosted_resp.get(&key).is_some(), "the hosted receipt has {key}");
+            assert_eq!(ours[&key], hosted_resp[&key], "{key}");
+        }
+    }
+    for k in [
+        "summary",
+        "next_actions",
+        "result",
+        "task_id",
+        "agent_id",
+        "enforce_rules",
+        "strict_content_check",
+        "schema_compliance",
+        "integrity_checks",
+        "overall",
+    ] {
+        assert_eq!(ours[k], hosted_resp[k], "{k}");
+    }
     for k in ["output_hash", "schema_hash", "rules_hash", "request_hash"] {
         assert_eq!(ours[k], hosted_resp[k], "{k}");
     }

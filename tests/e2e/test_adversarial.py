@@ -4,9 +4,8 @@ Every case asserts the HTTP status, the §9 error shape for errors, no 5xx, a ti
 (at the end) a memory bound and a live server. The server runs with small limits:
 hard body limit 256 KiB, free body limit 64 KiB, an allowance no test exhausts.
 
-Cases marked `xfail(strict=True)` describe the correct behaviour the current binary does not
-have yet; each reason says what it does instead. The ones that can hurt the machine (runaway
-memory or CPU) run against a throw-away server with an address-space cap and an RSS watchdog.
+The cases that could hurt the machine (runaway memory or CPU) run against a throw-away server
+with an address-space cap, some under an RSS watchdog.
 """
 import base64
 import json

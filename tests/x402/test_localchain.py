@@ -239,43 +239,55 @@ def eth_call_error(chain, data: str) -> str:
     return ""
 
 
-def test_spec_vector_signature_settles_directly_on_chain(chain):
-    """The §5.1 vector (signed for production Base USDC) is accepted by the contract as is;
-    malleable (high-s) and bad-v variants are rejected. Uses the contract without x402."""
-    sig = bytes.fromhex(SPEC_VECTOR["signature"][2:])
-    r, s, v = sig[:32], sig[32:64], sig[64]
-    acct = Account.from_key(chain.buyer_key)
-    assert acct.address == SPEC_VECTOR["from"]
-    signed = Account.sign_typed_data(
+def sign_twa(chain, vec: dict):
+    """EIP-3009 TransferWithAuthorization for `vec`, signed by the buyer for Base USDC's domain."""
+    return Account.sign_typed_data(
         chain.buyer_key,
         {"name": "USD Coin", "version": "2", "chainId": 8453, "verifyingContract": chain.usdc_address},
         {"TransferWithAuthorization": [
             {"name": "from", "type": "address"}, {"name": "to", "type": "address"},
             {"name": "value", "type": "uint256"}, {"name": "validAfter", "type": "uint256"},
             {"name": "validBefore", "type": "uint256"}, {"name": "nonce", "type": "bytes32"}]},
-        {k: SPEC_VECTOR[k] for k in ("from", "to", "value", "validAfter", "validBefore")}
-        | {"nonce": bytes.fromhex("11" * 32)})
+        {k: vec[k] for k in ("from", "to", "value", "validAfter", "validBefore")}
+        | {"nonce": bytes.fromhex(vec["nonce"][2:])})
+
+
+def chain_time(chain) -> int:
+    return int(chain.rpc("eth_getBlockByNumber", ["latest", False])["timestamp"], 16)
+
+
+def test_spec_vector_signature_settles_directly_on_chain(chain):
+    """The §5.1 vector (signed for production Base USDC) is reproduced exactly by the buyer's
+    key; the same authorization, valid for an hour of the chain's own clock (the vector's
+    validBefore, 2030-03-17, is a date the chain's clock will pass), is accepted by the contract;
+    malleable (high-s) and bad-v variants are rejected. Uses the contract without x402."""
+    acct = Account.from_key(chain.buyer_key)
+    assert acct.address == SPEC_VECTOR["from"]
+    signed = sign_twa(chain, SPEC_VECTOR)
     assert "0x" + signed.message_hash.hex().removeprefix("0x") == \
         "0xd007d95039bc4ce155b782727335cd90795a3bbe81d2b1ec3d7a1c67a0826db3"
     assert signed.signature.hex().removeprefix("0x") == SPEC_VECTOR["signature"][2:]
 
+    vec = SPEC_VECTOR | {"validBefore": chain_time(chain) + 3600, "nonce": "0x" + "12" * 32}
+    sig = bytes.fromhex(sign_twa(chain, vec).signature.hex().removeprefix("0x"))
+    r, s, v = sig[:32], sig[32:64], sig[64]
     high_s = (SECP256K1_N - int.from_bytes(s, "big")).to_bytes(32, "big")
-    assert "invalid signature 's' value" in eth_call_error(chain, twa_calldata(55 - v, r, high_s))
-    assert "invalid signature 'v' value" in eth_call_error(chain, twa_calldata(v - 27, r, s))
-    assert "invalid signature" in eth_call_error(chain, twa_calldata(v, r, bytes(32 - 1) + b"\x01"))
+    assert "invalid signature 's' value" in eth_call_error(chain, twa_calldata(55 - v, r, high_s, vec))
+    assert "invalid signature 'v' value" in eth_call_error(chain, twa_calldata(v - 27, r, s, vec))
+    assert "invalid signature" in eth_call_error(chain, twa_calldata(v, r, bytes(32 - 1) + b"\x01", vec))
     # both overloads simulate fine
-    assert eth_call_error(chain, twa_calldata(v, r, s)) == ""
-    assert eth_call_error(chain, twa_calldata(v, r, s, as_bytes=True)) == ""
+    assert eth_call_error(chain, twa_calldata(v, r, s, vec)) == ""
+    assert eth_call_error(chain, twa_calldata(v, r, s, vec, as_bytes=True)) == ""
 
-    buyer0, payee0 = chain.balance(SPEC_VECTOR["from"]), chain.balance(SPEC_VECTOR["to"])
-    receipt = chain.send(chain.usdc_address, twa_calldata(v, r, s))
+    buyer0, payee0 = chain.balance(vec["from"]), chain.balance(vec["to"])
+    receipt = chain.send(chain.usdc_address, twa_calldata(v, r, s, vec))
     topics = {log["topics"][0] for log in receipt["logs"]}
     assert "0x" + keccak(text="Transfer(address,address,uint256)").hex() in topics
     assert "0x" + keccak(text="AuthorizationUsed(address,bytes32)").hex() in topics
-    assert chain.balance(SPEC_VECTOR["from"]) == buyer0 - 20000
-    assert chain.balance(SPEC_VECTOR["to"]) == payee0 + 20000
-    assert authorization_used(chain, SPEC_VECTOR["from"], SPEC_VECTOR["nonce"])
-    assert "authorization is used or canceled" in eth_call_error(chain, twa_calldata(v, r, s, as_bytes=True))
+    assert chain.balance(vec["from"]) == buyer0 - 20000
+    assert chain.balance(vec["to"]) == payee0 + 20000
+    assert authorization_used(chain, vec["from"], vec["nonce"])
+    assert "authorization is used or canceled" in eth_call_error(chain, twa_calldata(v, r, s, vec, as_bytes=True))
 
 
 # -- EVM: the real payment flow ------------------------------------------------------------------
