@@ -415,6 +415,112 @@ fn schema_errors(runs: usize) {
     }
 }
 
+/// Keywords whose cost is not a scan: `multipleOf` with a fraction (exact rational arithmetic on
+/// big integers), `unevaluatedItems`/`unevaluatedProperties` (which track what was evaluated).
+fn other_keywords(runs: usize) {
+    let n = 5000usize;
+    let ints: Value = json!((0..n).collect::<Vec<_>>());
+    let floats: Value = json!((0..n).map(|i| i as f64 * 1.37e-3 + 0.5).collect::<Vec<_>>());
+    let strings: Value = json!((0..n).map(|i| format!("s{i}")).collect::<Vec<_>>());
+    let huge: Value = json!(
+        (0..n)
+            .map(|i| 1.7e308 - i as f64 * 1e292)
+            .collect::<Vec<_>>()
+    );
+    let cases: Vec<(&str, &str, Value, &Value)> = vec![
+        (
+            "multipleOf 7 over integers",
+            DRAFT7,
+            json!({"items": {"multipleOf": 7}}),
+            &ints,
+        ),
+        (
+            "multipleOf 0.01 over floats",
+            DRAFT7,
+            json!({"items": {"multipleOf": 0.01}}),
+            &floats,
+        ),
+        (
+            "multipleOf 1e-300 over integers",
+            DRAFT7,
+            json!({"items": {"multipleOf": 1e-300}}),
+            &ints,
+        ),
+        (
+            "multipleOf 1e-300 over floats",
+            DRAFT7,
+            json!({"items": {"multipleOf": 1e-300}}),
+            &floats,
+        ),
+        (
+            "multipleOf 3.3e-7 over floats",
+            DRAFT7,
+            json!({"items": {"multipleOf": 3.3e-7}}),
+            &floats,
+        ),
+        (
+            "multipleOf 5e-324 over huge floats",
+            DRAFT7,
+            json!({"items": {"multipleOf": 5e-324}}),
+            &huge,
+        ),
+        (
+            "multipleOf 1.5e-300 over huge floats",
+            DRAFT7,
+            json!({"items": {"multipleOf": 1.5e-300}}),
+            &huge,
+        ),
+        (
+            "multipleOf 0.1 over huge floats",
+            DRAFT7,
+            json!({"items": {"multipleOf": 0.1}}),
+            &huge,
+        ),
+        (
+            "unevaluatedItems after anyOf prefixItems",
+            "https://json-schema.org/draft/2020-12/schema",
+            json!({"unevaluatedItems": {"type": "integer"}, "anyOf": [{"prefixItems": [{}]}]}),
+            &ints,
+        ),
+        (
+            "unevaluatedItems false after anyOf prefixItems",
+            "https://json-schema.org/draft/2020-12/schema",
+            json!({"unevaluatedItems": false, "anyOf": [{"prefixItems": [{}]}]}),
+            &strings,
+        ),
+        (
+            "unevaluatedItems minLength (errors)",
+            "https://json-schema.org/draft/2020-12/schema",
+            json!({"unevaluatedItems": {"minLength": 100}, "anyOf": [{"prefixItems": [{}]}]}),
+            &strings,
+        ),
+        (
+            "items unevaluatedProperties over integers",
+            "https://json-schema.org/draft/2020-12/schema",
+            json!({"items": {"unevaluatedProperties": {"minProperties": 9}, "allOf": [{"properties": {"a": {}}}]}}),
+            &ints,
+        ),
+    ];
+    println!("other keywords, {n} values: is_valid and iter_errors, per value:");
+    for (name, draft, schema, instance) in cases {
+        let v = validator(draft, schema);
+        let (valid_ns, valid_peak) = measure(runs, || {
+            std::hint::black_box(v.is_valid(instance));
+        });
+        let (errors_ns, errors_peak) = measure(runs, || {
+            std::hint::black_box(v.iter_errors(instance).count());
+        });
+        println!(
+            "  {:<48} is_valid {:>7.1} ns, {:>6.0} B; iter_errors {:>7.1} ns, {:>6.0} B (per value)",
+            name,
+            valid_ns as f64 / n as f64,
+            valid_peak as f64 / n as f64,
+            errors_ns as f64 / n as f64,
+            errors_peak as f64 / n as f64
+        );
+    }
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let runs = if quick { 3 } else { 9 };
@@ -431,6 +537,7 @@ fn main() {
             String::new()
         }
     );
+    other_keywords(runs);
     schema_errors(runs);
     println!("contentMediaType / contentEncoding (draft 7), one check of a string of about 60 KB:");
     let variants = content_keywords(runs, 60_000);

@@ -1,9 +1,51 @@
 //! Print what the cost model charges each part of a request, beside the time the verification
 //! takes here: `cargo run --release -p verifier-core --example explain_cost -- REQUEST.json`.
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use verifier_core::checks::schema::{CompiledSchema, SchemaOptions};
 use verifier_core::cost::{Budget, Meter, Part};
 use verifier_core::{Engine, EngineConfig, SigningIdentity};
+
+struct Counting;
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded to the system allocator unchanged; only sizes are counted.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let now = CURRENT.fetch_add(layout.size(), Relaxed) + layout.size();
+        PEAK.fetch_max(now, Relaxed);
+        // SAFETY: forwarded as is.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        CURRENT.fetch_sub(layout.size(), Relaxed);
+        // SAFETY: forwarded as is.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size >= layout.size() {
+            let now =
+                CURRENT.fetch_add(new_size - layout.size(), Relaxed) + new_size - layout.size();
+            PEAK.fetch_max(now, Relaxed);
+        } else {
+            CURRENT.fetch_sub(layout.size() - new_size, Relaxed);
+        }
+        // SAFETY: forwarded as is.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Bytes held above `base` at the peak since the last reset, and a reset.
+fn peak_since(base: usize) -> usize {
+    let peak = PEAK.load(Relaxed).saturating_sub(base);
+    PEAK.store(CURRENT.load(Relaxed), Relaxed);
+    peak
+}
 
 fn main() {
     let Some(path) = std::env::args().nth(1) else {
@@ -52,7 +94,10 @@ fn main() {
         meter.total().mem_bytes >> 10,
         meter.peak_bytes() >> 10
     );
+    drop(compiled);
     let now = time::OffsetDateTime::now_utc();
+    let base = CURRENT.load(Relaxed);
+    peak_since(base);
     let started = verifier_core::cost::thread_cpu_ns();
     let mut m = Meter::new(unlimited);
     let compiled2 = CompiledSchema::compile_metered(
@@ -63,13 +108,25 @@ fn main() {
     )
     .expect("compiles");
     let compiled_at = verifier_core::cost::thread_cpu_ns();
+    let compile_peak = peak_since(base);
+    engine
+        .price(&req, &compiled2, body.len(), &mut m)
+        .expect("priced");
+    let priced_at = verifier_core::cost::thread_cpu_ns();
+    let price_peak = peak_since(base);
     let v = engine.verify_metered(&req, &compiled2, &mut m, &signer, now);
     let done = verifier_core::cost::thread_cpu_ns();
+    let verify_peak = peak_since(base);
     println!(
-        "measured: compile {:.1} µs, verification {:.1} µs ({}), schema errors charged {:.1} µs",
+        "measured: compile {:.1} µs (peak {} KiB), price {:.1} µs (peak {} KiB), verification {:.1} µs (peak {} KiB, {}); schema errors charged {:.1} µs, {} KiB",
         (compiled_at - started) as f64 / 1e3,
-        (done - compiled_at) as f64 / 1e3,
+        compile_peak >> 10,
+        (priced_at - compiled_at) as f64 / 1e3,
+        price_peak >> 10,
+        (done - priced_at) as f64 / 1e3,
+        verify_peak >> 10,
         if v.is_ok() { "ok" } else { "refused" },
-        m.part(Part::SchemaErrors).cpu_ns as f64 / 1e3
+        m.part(Part::SchemaErrors).cpu_ns as f64 / 1e3,
+        m.part(Part::SchemaErrors).mem_bytes >> 10
     );
 }

@@ -197,17 +197,15 @@ impl Expected {
 }
 
 /// The index of the allow-list entry that allows exactly this disagreement.
-fn allowed(
-    draft_dir: &str,
-    file: &str,
-    case: &str,
-    test: &str,
-    d: &Disagreement,
-) -> Option<usize> {
+fn allowed(draft_dir: &str, file: &str, case: &str, test: &str, d: &Disagreement) -> Option<usize> {
     ALLOWED_DISAGREEMENTS
         .iter()
         .position(|(dd, f, c, t, expected, _)| {
-            *dd == draft_dir && *f == file && covers(c, case) && covers(t, test) && expected.matches(d)
+            *dd == draft_dir
+                && *f == file
+                && covers(c, case)
+                && covers(t, test)
+                && expected.matches(d)
         })
 }
 

@@ -154,7 +154,10 @@ fn hosted_invoice_draft_fails_exactly_as_the_hosted_receipt_says() {
         assert_eq!(ours[list], hosted_resp[list], "{list}");
         for count in ["total", "omitted"] {
             let key = format!("{list}_{count}");
-            assert!(hosted_resp.get(&key).is_some(), "the hosted receipt has {key}");
+            assert!(
+                hosted_resp.get(&key).is_some(),
+                "the hosted receipt has {key}"
+            );
             assert_eq!(ours[&key], hosted_resp[&key], "{key}");
         }
     }

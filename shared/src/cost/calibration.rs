@@ -89,6 +89,12 @@ pub const FORMAT_NS_PER_BYTE: u64 = 25;
 pub const FORMAT_BASE_NS: u64 = 1_500;
 /// Memory a `format: regex` check keeps per byte of the string (jsonschema caches each one).
 pub const FORMAT_REGEX_BYTES_PER_BYTE: u64 = 3;
+/// `multipleOf` when the quotient is not an integer division: the number and the multiple
+/// split into decimal mantissa and exponent (measured up to 370 ns with its error).
+pub const MULTIPLE_OF_DECIMAL_NS: u64 = 1_000;
+/// `multipleOf` when either magnitude is beyond what that split holds: exact fractions of big
+/// integers (measured 270–640 ns for 1e-300 and 5e-324; 1.9 µs for 0.1 against 1.7e308).
+pub const MULTIPLE_OF_BIG_NS: u64 = 5_000;
 /// Comparing values for `enum`/`const`, per byte of the candidates' canonical text.
 pub const EQUAL_NS_PER_BYTE: u64 = 4;
 /// Comparing values for `enum`/`const`, per candidate.
@@ -167,8 +173,10 @@ pub const RULE_BYTES_PER_VALUE: u64 = 160;
 pub const CONTENT_NS_PER_VALUE: u64 = 40;
 pub const CONTENT_NS_PER_BYTE: u64 = 6;
 
-/// The cost walk's memo entry, per distinct (subschema, value) pair.
-pub const WALK_BYTES_PER_PAIR: u64 = 96;
+/// The cost walk's memo entry, per distinct (subschema, value) pair: the key and the priced
+/// parts (about 120 bytes) in a hash table that may have twice the room it uses (measured
+/// 2.7 MB for 5,000 items under `unevaluatedProperties`, about 240 bytes a pair).
+pub const WALK_BYTES_PER_PAIR: u64 = 320;
 /// The cost walk, per distinct (subschema, value) pair it prices.
 pub const WALK_NS_PER_PAIR: u64 = 120;
 

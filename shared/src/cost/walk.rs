@@ -487,7 +487,10 @@ impl<'s> Walk<'s, '_> {
         match inst {
             Inst::Key(s) => self.string(k, s, &mut own),
             Inst::Value(Value::String(s)) => self.string(k, s, &mut own),
-            Inst::Value(Value::Number(_)) => {
+            Inst::Value(Value::Number(n)) => {
+                if let Some(Value::Number(multiple)) = k.multiple_of {
+                    own.walk = own.walk.saturating_add(multiple_of_ns(n, multiple));
+                }
                 own.errors += [
                     k.minimum,
                     k.maximum,
@@ -663,6 +666,16 @@ impl<'s> Walk<'s, '_> {
                     .saturating_mul(compared),
             );
         }
+        if k.unevaluated_items.is_some() {
+            // Its error lists the items it did not evaluate, each written as JSON text.
+            let bytes = *self
+                .arrays
+                .entry(address(array))
+                .or_insert_with(|| Shape::of(array).jcs_bytes);
+            own.err_copies = own
+                .err_copies
+                .saturating_add(bytes.saturating_add(24 * items.len() as u64));
+        }
         own.errors += [
             k.unique_items,
             k.min_items,
@@ -745,8 +758,9 @@ impl<'s> Walk<'s, '_> {
             .flatten()
         {
             own.walk = own.walk.saturating_add(lookups(keys));
-            if sub == &Value::Bool(false) {
-                own.errors += keys;
+            let unevaluated = Some(sub) == k.unevaluated_properties;
+            if sub == &Value::Bool(false) || unevaluated {
+                own.errors += if unevaluated { keys.max(1) } else { keys };
                 // The error lists the unexpected keys.
                 let names: u64 = obj.keys().map(|k| k.len() as u64 + 24).sum();
                 own.err_copies = own.err_copies.saturating_add(names);
@@ -769,6 +783,21 @@ impl<'s> Walk<'s, '_> {
             .filter(|v| v.is_some())
             .count() as u64;
         Ok(())
+    }
+}
+
+/// `multipleOf` on one number (see the calibration's `MULTIPLE_OF_*`): integers divide
+/// natively; other numbers within ±1e20 split into decimal parts; beyond, exact big fractions.
+fn multiple_of_ns(n: &serde_json::Number, multiple: &serde_json::Number) -> u64 {
+    if n.is_i64() && multiple.as_i64().is_some_and(|m| m != 0) {
+        return 0;
+    }
+    let in_range =
+        |x: Option<f64>| x.is_some_and(|x| x == 0.0 || (1e-20..=1e20).contains(&x.abs()));
+    if in_range(n.as_f64()) && in_range(multiple.as_f64()) {
+        c::MULTIPLE_OF_DECIMAL_NS
+    } else {
+        c::MULTIPLE_OF_BIG_NS
     }
 }
 
