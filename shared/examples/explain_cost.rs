@@ -88,6 +88,12 @@ fn main() {
             );
         }
     }
+    let errors = meter.error_collection();
+    println!(
+        "(if the output is invalid: collecting its schema errors {:.1} µs, {} KiB more)",
+        errors.cpu_ns as f64 / 1e3,
+        errors.mem_bytes >> 10
+    );
     println!(
         "total            {:>12.1} µs {:>10} KiB (peak {} KiB)",
         meter.total().cpu_ns as f64 / 1e3,
@@ -95,6 +101,9 @@ fn main() {
         meter.peak_bytes() >> 10
     );
     drop(compiled);
+    if std::env::args().any(|a| a == "--no-run") {
+        return;
+    }
     let now = time::OffsetDateTime::now_utc();
     let base = CURRENT.load(Relaxed);
     peak_since(base);

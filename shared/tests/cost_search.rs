@@ -341,6 +341,10 @@ fn no_generated_request_costs_more_than_its_estimate() {
             continue;
         }
         let name = format!("case {i} (seed {seed})");
+        if std::env::var_os("COST_SEARCH_TRACE").is_some() {
+            eprintln!("{name}: {} bytes", body.len());
+            keep_failure("last", &body);
+        }
         match priced_then_run(&name, &engine, &signer, &body, speed, run_cap) {
             Ok(m) => {
                 *outcomes.entry("measured").or_default() += 1;
@@ -474,5 +478,11 @@ fn priced_then_run(
         Err(_) => return Err(Outcome::OverRunCap),
     }
     drop(compiled);
-    measure_settled(name, engine, signer, body, speed).map_err(Outcome::Skipped)
+    // Run under the same cap: errors whose collection would pass it are refused, as the
+    // service refuses them at its ceiling.
+    let cap = Budget {
+        cpu_ns: run_cap,
+        mem_bytes: 1 << 30,
+    };
+    measure_settled(name, engine, signer, body, speed, cap).map_err(Outcome::Skipped)
 }

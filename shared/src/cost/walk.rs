@@ -770,12 +770,19 @@ impl<'s> Walk<'s, '_> {
             }
         }
         if let Some(sub) = k.property_names {
-            // Its errors are made owned: each copies its key.
+            // Each error about a key is made owned (a copy of the key) and wrapped in an error
+            // about the object: made owned in turn (under `anyOf`/`oneOf`), each of those copies
+            // the whole object.
             let mut names = Acc::default();
             for name in obj.keys() {
                 names.add(&self.pair(sub, Inst::Key(name), depth + 1)?);
             }
             names.err_copies = names.err_copies.saturating_add(names.err_inst);
+            names.err_inst = if self.statics.owned_errors {
+                names.errors.saturating_mul(self.inst_bytes(inst))
+            } else {
+                0
+            };
             children.add(&names);
         }
         own.errors += [k.min_properties, k.max_properties]

@@ -100,6 +100,20 @@ pub fn measure(
     body: &[u8],
     runs: usize,
 ) -> Result<Measured, Skip> {
+    measure_under(name, engine, signer, body, runs, UNLIMITED)
+}
+
+/// [`measure`] under `budget`, as the service runs a request: work refused at the budget (schema
+/// errors whose collection would pass it) stops there, and what was done until then is measured
+/// against the estimate at that point.
+pub fn measure_under(
+    name: &str,
+    engine: &Engine,
+    signer: &SigningIdentity,
+    body: &[u8],
+    runs: usize,
+    budget: Budget,
+) -> Result<Measured, Skip> {
     let req = engine.parse(body).map_err(|_| Skip::Invalid)?;
     let now = time::OffsetDateTime::now_utc();
     let mut best_cpu = u64::MAX;
@@ -109,7 +123,7 @@ pub fn measure(
         let base = CURRENT.load(Relaxed);
         PEAK.store(base, Relaxed);
         let started = verifier_core::cost::thread_cpu_ns();
-        let mut m = Meter::new(UNLIMITED);
+        let mut m = Meter::new(budget);
         let compiled = CompiledSchema::compile_metered(
             &req.expected_schema.value,
             req.expected_schema.canonical.len(),
@@ -120,6 +134,7 @@ pub fn measure(
         engine
             .price(&req, &compiled, body.len(), &mut m)
             .map_err(|_| Skip::Refused)?;
+        // A refusal at the budget (collecting errors) ends the run, as in the service.
         let v = engine.verify_metered(&req, &compiled, &mut m, signer, now);
         best_cpu = best_cpu.min(verifier_core::cost::thread_cpu_ns() - started);
         peak = peak.max(PEAK.load(Relaxed).saturating_sub(base));
@@ -147,13 +162,14 @@ pub fn measure_settled(
     signer: &SigningIdentity,
     body: &[u8],
     speed: f64,
+    budget: Budget,
 ) -> Result<Measured, Skip> {
-    let mut m = measure(name, engine, signer, body, 3)?;
+    let mut m = measure_under(name, engine, signer, body, 3, budget)?;
     for _ in 0..5 {
         if m.cpu_ns as f64 <= m.estimate_ns as f64 * speed {
             break;
         }
-        if let Ok(again) = measure(name, engine, signer, body, 3) {
+        if let Ok(again) = measure_under(name, engine, signer, body, 3, budget) {
             m.cpu_ns = m.cpu_ns.min(again.cpu_ns);
         }
     }
