@@ -4,7 +4,7 @@
 Writes fuzz/corpus/parse_and_verify/ (verification request bodies) and fuzz/corpus/http/
 (raw HTTP/1.1 connections) from:
   - shared/tests/data/hosted-receipts.json        the hosted invoice examples
-  - shared/data/request-hash-vectors.json          the request-hash vectors
+  - shared/engine/data/request-hash-vectors.json          the request-hash vectors
   - events/*.json                                  the API Gateway events (method, path,
                                                    headers, body) of every route
   - shared/tests/data/json-schema-test-suite/     schemas and instances as requests
@@ -68,7 +68,7 @@ def main():
     bodies = []
     hosted = json.loads((ROOT / "shared/tests/data/hosted-receipts.json").read_text())
     bodies += [r["request_body_json"] for r in hosted["receipts"]]
-    vectors = json.loads((ROOT / "shared/data/request-hash-vectors.json").read_text())
+    vectors = json.loads((ROOT / "shared/engine/data/request-hash-vectors.json").read_text())
     bodies += [v["request_body_json"] for v in vectors["vectors"]]
     bodies += [p.read_text() for p in sorted((ROOT / "fuzz/seeds").glob("*.json"))]
 

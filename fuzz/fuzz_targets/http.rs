@@ -22,12 +22,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::runtime::Runtime;
 use tower::ServiceExt;
 use verifier::serve::{LocalServer, app};
-use verifier_core::ClientAddr;
-use verifier_core::clock::SystemClock;
-use verifier_core::config::ServiceConfig;
-use verifier_core::keys::{SigningIdentity, StaticKeys};
-use verifier_core::payments::PaymentGate;
-use verifier_core::store::embedded::EmbeddedStore;
+use verifier_ports::clock::SystemClock;
+use verifier_ports::keys::StaticKeys;
+use verifier_receipt::SigningIdentity;
+use verifier_service::ClientAddr;
+use verifier_service::config::ServiceConfig;
+use verifier_service::payments::PaymentGate;
+use verifier_store_embedded::EmbeddedStore;
 
 /// A hung connection is a finding too (libFuzzer's own -timeout is the backstop).
 const CONNECTION_TIMEOUT: Duration = Duration::from_secs(5);

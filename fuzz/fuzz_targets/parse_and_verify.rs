@@ -8,7 +8,7 @@
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
 use time::macros::datetime;
-use verifier_core::{Engine, EngineConfig, EngineError, SigningIdentity};
+use verifier_engine::{Engine, EngineConfig, EngineError, SigningIdentity};
 
 struct Fixture {
     engine: Engine,

@@ -251,7 +251,7 @@ impl Latencies {
 
 /// The legitimate client: `rate` requests per second for `duration`, from 127.0.0.1.
 async fn legitimate(url: String, body: Vec<u8>, rate: u64, duration: Duration) -> Latencies {
-    let client = verifier_core::tls::reqwest_builder()
+    let client = verifier_facilitator_http::tls::reqwest_builder()
         .expect("the TLS configuration")
         .local_address(IpAddr::V4(Ipv4Addr::LOCALHOST))
         .pool_max_idle_per_host(64)
@@ -305,7 +305,7 @@ async fn attacker(
     let counts: Arc<[AtomicU64; 6]> = Arc::new(Default::default());
     let mut tasks = Vec::new();
     for source in 2..6u8 {
-        let client = verifier_core::tls::reqwest_builder()
+        let client = verifier_facilitator_http::tls::reqwest_builder()
             .expect("the TLS configuration")
             .local_address(IpAddr::V4(Ipv4Addr::new(127, 0, 0, source)))
             .build()
@@ -356,7 +356,7 @@ async fn attacker(
 
 /// `/health` every 50 ms until `stop`: the worst latency seen, in ms.
 async fn health_watch(url: String, stop: Arc<AtomicBool>) -> f64 {
-    let client = verifier_core::tls::reqwest_builder()
+    let client = verifier_facilitator_http::tls::reqwest_builder()
         .expect("the TLS configuration")
         .build()
         .expect("client");
@@ -494,7 +494,7 @@ fn main() {
 }
 
 /// Our TLS configuration for the blocking clients (the async ones start from
-/// `verifier_core::tls::reqwest_builder`): reqwest has no crypto provider of its own.
+/// `verifier_facilitator_http::tls::reqwest_builder`): reqwest has no crypto provider of its own.
 fn tls() -> rustls::ClientConfig {
-    verifier_core::tls::client_config().expect("the TLS configuration")
+    verifier_facilitator_http::tls::client_config().expect("the TLS configuration")
 }

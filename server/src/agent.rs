@@ -4,12 +4,10 @@
 
 use crate::cli::{AgentKeygenOpts, AgentSignOpts};
 use crate::keyfile::{refuse_shared, write_private};
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::ExitCode;
-use verifier_core::identity::AgentSigner;
+use verifier_receipt::deliverable::AgentSigner;
 
 /// Why a key file cannot be used (never prints the secret).
 #[derive(Debug, thiserror::Error)]
@@ -45,12 +43,7 @@ pub fn keygen(opts: AgentKeygenOpts) -> ExitCode {
 
 fn make_key(path: &Path) -> Result<String, AgentKeyError> {
     let signer = AgentSigner::generate().map_err(|e| AgentKeyError::Random(e.to_string()))?;
-    let file = json!({
-        "agent_id": signer.agent_id(),
-        "secret_key": STANDARD.encode(signer.seed()),
-        "algorithm": "Ed25519",
-    });
-    write_private(path, format!("{file:#}\n").as_bytes())?;
+    write_private(path, signer.key_file().as_bytes())?;
     Ok(signer.agent_id())
 }
 
@@ -58,18 +51,8 @@ fn load_key(path: &Path) -> Result<AgentSigner, AgentKeyError> {
     refuse_shared(path)?;
     let text = std::fs::read_to_string(path)
         .map_err(|e| AgentKeyError::Read(path.display().to_string(), e))?;
-    let format = || AgentKeyError::Format(path.display().to_string());
-    let file: Value = serde_json::from_str(&text).map_err(|_| format())?;
-    let seed: [u8; 32] = file["secret_key"]
-        .as_str()
-        .and_then(|s| STANDARD.decode(s).ok())
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(format)?;
-    let signer = AgentSigner::from_seed(&seed);
-    if file["agent_id"].as_str() != Some(signer.agent_id().as_str()) {
-        return Err(format());
-    }
-    Ok(signer)
+    AgentSigner::from_key_file(&text)
+        .ok_or_else(|| AgentKeyError::Format(path.display().to_string()))
 }
 
 /// `verifier agent sign --key FILE --task-id ID OUTPUT.json`: prints `agent_id`,

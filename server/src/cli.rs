@@ -16,7 +16,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve every route of the API on one port, on the embedded store.
     Serve(Box<ServeOpts>),
-    /// Check an output offline and print the signed response (exit 0 pass, 1 fail, 2 bad input).
+    /// Check an output offline and print the response, signed when a key is at hand (exit 0
+    /// pass, 1 fail, 2 bad input).
     Verify(VerifyOpts),
     /// Print every route (method, path, function, pricing) of the route table.
     Routes,
@@ -24,6 +25,11 @@ pub enum Command {
     Receipt {
         #[command(subcommand)]
         action: ReceiptAction,
+    },
+    /// The local server's signing key.
+    Key {
+        #[command(subcommand)]
+        action: KeyAction,
     },
     /// A seller's key-based agent identity: make a key, sign a deliverable.
     Agent {
@@ -59,6 +65,21 @@ pub struct AgentSignOpts {
     pub task_id: String,
     /// The output (a JSON file), as the buyer will submit it.
     pub output: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyAction {
+    /// Make the local signing key (as `serve` does on its first start) unless it exists, and
+    /// print its version and where its public half is listed.
+    Init(KeyInitOpts),
+}
+
+/// Options of `key init`.
+#[derive(Debug, Args)]
+pub struct KeyInitOpts {
+    /// Directory of the local signing key.
+    #[arg(long, env = "VERIFIER_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]
@@ -148,7 +169,7 @@ pub struct ServeOpts {
     #[arg(long, env = "VERIFIER_PAID_MEMORY_MIB", default_value_t = 128)]
     pub paid_memory_mib: u64,
     /// How much slower per operation this machine is than the cost model's reference machine
-    /// (CPU estimates are multiplied by it; `cargo run --release -p verifier-core --example
+    /// (CPU estimates are multiplied by it; `cargo run --release -p verifier-engine --example
     /// calibrate` measures it). 0.0001 to 1000.
     #[arg(long, env = "VERIFIER_COST_SCALE", default_value = "1", value_parser = parse_cost_scale)]
     pub cost_scale: u64,
@@ -209,16 +230,20 @@ pub struct VerifyOpts {
     /// The agent ID stated in the receipt.
     #[arg(long)]
     pub agent_id: Option<String>,
-    /// Directory of the local signing key (made on first use).
+    /// Sign with this signing key file (a `signing-key.json`).
+    #[arg(long, conflicts_with = "unsigned")]
+    pub key_file: Option<PathBuf>,
+    /// Without --key-file: sign with the local server's key in this directory when it exists
+    /// (it is never made here: `verifier key init` makes it).
     #[arg(long, env = "VERIFIER_DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,
-    /// Base URL stated in the receipt.
-    #[arg(
-        long,
-        env = "VERIFIER_PUBLIC_URL",
-        default_value = "http://127.0.0.1:8080"
-    )]
-    pub public_url: String,
+    /// Do not sign, even when a key is at hand.
+    #[arg(long)]
+    pub unsigned: bool,
+    /// Where the signing key is published (the receipt's `verify.public_key_url` is this
+    /// URL's agent card); stated only when given.
+    #[arg(long, env = "VERIFIER_PUBLIC_URL")]
+    pub public_url: Option<String>,
 }
 
 /// Options of `receipt verify`.
@@ -236,10 +261,27 @@ pub struct ReceiptOpts {
     /// The agent card URL to fetch the keys from.
     #[arg(long)]
     pub agent_card: Option<String>,
+    /// The whole verification request the receipt must be about (its four hashes are
+    /// recomputed and compared).
+    #[arg(long, conflicts_with_all = ["output", "schema", "rules", "bounds"])]
+    pub request: Option<PathBuf>,
+    /// The output the receipt must be about (its output_hash).
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// The schema the receipt must be about (its schema_hash).
+    #[arg(long)]
+    pub schema: Option<PathBuf>,
+    /// The rules the receipt must be about (its rules_hash, which covers the bounds too: give
+    /// --bounds when bounds were sent).
+    #[arg(long)]
+    pub rules: Option<PathBuf>,
+    /// The bounds sent with the rules (checked as part of the rules_hash).
+    #[arg(long)]
+    pub bounds: Option<PathBuf>,
 }
 
 /// `--cost-scale`: a number from 0.0001 to 1000, kept in millionths.
 fn parse_cost_scale(text: &str) -> Result<u64, String> {
-    verifier_core::config::cost_scale_ppm(text)
+    verifier_service::config::cost_scale_ppm(text)
         .ok_or_else(|| "a number from 0.0001 to 1000 (1: as fast as the reference machine)".into())
 }

@@ -6,7 +6,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-use verifier_core::keys::{PublicKeyEntry, SigningIdentity, StaticKeys};
+use verifier_ports::keys::StaticKeys;
+use verifier_receipt::keys::{PublicKeyEntry, SigningIdentity};
 
 #[derive(Serialize, Deserialize)]
 struct KeyFile {
@@ -23,7 +24,7 @@ pub enum KeyFileError {
     #[error("{0} is not a valid key file")]
     Format(String),
     #[error("cannot make a key: {0}")]
-    Key(#[from] verifier_core::keys::KeyError),
+    Key(#[from] verifier_receipt::keys::KeyError),
     #[error(
         "{0} can be read by other users of this machine (mode {1:o}): run `chmod 600` on it, or delete it to make a new key (receipts signed with it stay verifiable only while its public half is listed)"
     )]
@@ -34,20 +35,12 @@ pub enum KeyFileError {
 /// The data directory is made (or kept) owner-only; an existing key file that other users can
 /// read is refused: the server does not start with a key others may have copied.
 pub fn load_or_create(dir: &Path) -> Result<StaticKeys, KeyFileError> {
-    verifier_core::store::embedded::create_private_dir(dir)
+    verifier_store_embedded::create_private_dir(dir)
         .map_err(|e| KeyFileError::Io(dir.display().to_string(), e))?;
     let key_path = dir.join("signing-key.json");
     let ring_path = dir.join("public-keys.json");
     let identity = if key_path.exists() {
-        refuse_shared(&key_path)?;
-        let text = std::fs::read_to_string(&key_path)
-            .map_err(|e| KeyFileError::Io(key_path.display().to_string(), e))?;
-        let file: KeyFile = serde_json::from_str(&text)
-            .map_err(|_| KeyFileError::Format(key_path.display().to_string()))?;
-        let seed = STANDARD
-            .decode(&file.seed_base64)
-            .map_err(|_| KeyFileError::Format(key_path.display().to_string()))?;
-        SigningIdentity::from_seed(file.key_version, &seed)?
+        read_signing_key(&key_path)?
     } else {
         let now = time::OffsetDateTime::now_utc();
         let fresh = SigningIdentity::generate("pending")?;
@@ -68,7 +61,7 @@ pub fn load_or_create(dir: &Path) -> Result<StaticKeys, KeyFileError> {
         let file = KeyFile {
             key_version: identity.key_version().to_owned(),
             seed_base64: STANDARD.encode(identity.seed()),
-            created_at: verifier_core::engine::rfc3339_micros(now),
+            created_at: verifier_receipt::timestamp::rfc3339_micros(now),
         };
         write_private(
             &key_path,
@@ -91,6 +84,15 @@ pub fn load_or_create(dir: &Path) -> Result<StaticKeys, KeyFileError> {
         .map_err(|e| KeyFileError::Io(ring_path.display().to_string(), e))?;
     }
     Ok(StaticKeys::new(identity, ring))
+}
+
+/// The signing key in a key file, read only (refused when others can read it).
+pub fn read_signing_key(path: &Path) -> Result<SigningIdentity, KeyFileError> {
+    refuse_shared(path)?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| KeyFileError::Io(path.display().to_string(), e))?;
+    SigningIdentity::from_key_file(&text)
+        .map_err(|_| KeyFileError::Format(path.display().to_string()))
 }
 
 /// Refuse a key file that others than its owner can read (Unix).
@@ -147,7 +149,7 @@ mod tests {
         assert_eq!(mode(&dir), 0o700);
         assert_eq!(mode(&dir.join("signing-key.json")), 0o600);
         // The store's file too.
-        drop(verifier_core::store::embedded::EmbeddedStore::open(&dir).expect("the store opens"));
+        drop(verifier_store_embedded::EmbeddedStore::open(&dir).expect("the store opens"));
         assert_eq!(mode(&dir.join("verifier.redb")), 0o600);
         // A directory others could read is tightened.
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tower::ServiceExt;
-use verifier_core::ClientAddr;
+use verifier_service::ClientAddr;
 
 /// A client must send its complete request headers within this time.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);

@@ -3,7 +3,7 @@
 
 use clap::Parser;
 use std::process::ExitCode;
-use verifier::cli::{AgentAction, Cli, Command, ReceiptAction};
+use verifier::cli::{AgentAction, Cli, Command, KeyAction, ReceiptAction};
 use verifier::{agent, offline, serve};
 
 /// mimalloc: the request path allocates many small, short-lived values.
@@ -19,6 +19,9 @@ fn main() -> ExitCode {
         Command::Receipt {
             action: ReceiptAction::Verify(opts),
         } => offline::verify_receipt(opts),
+        Command::Key {
+            action: KeyAction::Init(opts),
+        } => offline::key_init(opts),
         Command::Agent {
             action: AgentAction::Keygen(opts),
         } => agent::keygen(opts),

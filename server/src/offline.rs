@@ -1,20 +1,23 @@
 //! `verifier verify` and `verifier receipt verify`: offline tools.
 
-use crate::cli::{ReceiptOpts, VerifyOpts};
+use crate::cli::{KeyInitOpts, ReceiptOpts, VerifyOpts};
 use crate::keyfile;
 use serde_json::{Map, Value};
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
-use verifier_core::attest::{
+use verifier_engine::{Engine, EngineConfig, EngineError, VerifyRequest};
+use verifier_ports::keys::KeySource;
+use verifier_receipt::attest::{
     ReceiptIdentity, TRUST_SCORE_CONTEXT, verify_receipt as check_receipt,
 };
-use verifier_core::keys::{KeySource, parse_key_list};
-use verifier_core::{Engine, EngineConfig, EngineError, VerifyRequest};
+use verifier_receipt::binding::{ExpectedHashes, check_binding};
+use verifier_receipt::keys::{SigningIdentity, parse_key_list};
 
 fn read_json(path: &Path) -> Result<Value, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    verifier_core::json::parse_strict_value(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+    verifier_engine::json::parse_strict_value(&bytes)
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Check an output offline; exit 0 pass, 1 fail, 2 bad input.
@@ -51,20 +54,48 @@ pub fn verify(opts: VerifyOpts) -> ExitCode {
         Ok(r) => r,
         Err(e) => return bad(problems(&e.problems)),
     };
-    let keys = match keyfile::load_or_create(&opts.data_dir) {
-        Ok(k) => k,
-        Err(e) => return bad(e.to_string()),
+    let signer = match signer_of(&opts) {
+        Ok(signer) => signer,
+        Err(e) => return bad(e),
     };
     let engine = Engine::new(EngineConfig {
         public_url: opts.public_url.clone(),
         ..EngineConfig::default()
     });
-    match engine.verify(&request, &keys.current(), time::OffsetDateTime::now_utc()) {
-        Ok(v) => {
+    let now = time::OffsetDateTime::now_utc();
+    let answer = match &signer {
+        Some((identity, path)) => {
+            eprintln!(
+                "verifier verify: signed with key {} from {}{}",
+                identity.key_version(),
+                path.display(),
+                match &opts.public_url {
+                    Some(url) => format!(", stated as published at {url}"),
+                    None => ", published nowhere this receipt states: \
+                        check it with `verifier receipt verify --keys` and that key's public half"
+                        .to_owned(),
+                }
+            );
+            engine
+                .verify(&request, identity, now)
+                .map(|v| (v.body, v.passed))
+        }
+        None => {
+            eprintln!(
+                "verifier verify: unsigned (no key at {}; give --key-file, or make the local key with `verifier key init`)",
+                opts.data_dir.join("signing-key.json").display()
+            );
+            engine
+                .verify_unsigned(&request, now)
+                .and_then(|(value, passed)| Ok((serde_json::to_vec(&value)?, passed)))
+        }
+    };
+    match answer {
+        Ok((body, passed)) => {
             let mut out = std::io::stdout().lock();
-            let _ = out.write_all(&v.body);
+            let _ = out.write_all(&body);
             let _ = out.write_all(b"\n");
-            if v.passed {
+            if passed {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(1)
@@ -75,7 +106,47 @@ pub fn verify(opts: VerifyOpts) -> ExitCode {
     }
 }
 
-fn problems(list: &[verifier_core::FieldProblem]) -> String {
+/// The key `verify` signs with and where it came from: `--key-file`, else the local server's
+/// key when it exists; none with `--unsigned` or when there is no key (never made here).
+fn signer_of(opts: &VerifyOpts) -> Result<Option<(SigningIdentity, std::path::PathBuf)>, String> {
+    if opts.unsigned {
+        return Ok(None);
+    }
+    let path = match &opts.key_file {
+        Some(path) => path.clone(),
+        None => {
+            let local = opts.data_dir.join("signing-key.json");
+            if !local.exists() {
+                return Ok(None);
+            }
+            local
+        }
+    };
+    keyfile::read_signing_key(&path)
+        .map(|identity| Some((identity, path)))
+        .map_err(|e| e.to_string())
+}
+
+/// `verifier key init`: make the local signing key unless it exists; print its version.
+pub fn key_init(opts: KeyInitOpts) -> ExitCode {
+    match keyfile::load_or_create(&opts.data_dir) {
+        Ok(keys) => {
+            println!(
+                "key {} in {}; its public half is listed in {} (and served at /.well-known/agent-card.json by `verifier serve`)",
+                keys.current().key_version(),
+                opts.data_dir.join("signing-key.json").display(),
+                opts.data_dir.join("public-keys.json").display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("verifier key init: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn problems(list: &[verifier_engine::FieldProblem]) -> String {
     list.iter()
         .map(|p| format!("{} {} — {}", p.field, p.problem, p.fix))
         .collect::<Vec<_>>()
@@ -105,19 +176,77 @@ pub fn verify_receipt(opts: ReceiptOpts) -> ExitCode {
         Ok(k) => k,
         Err(e) => return bad(e.to_string()),
     };
-    match check_receipt(&response, &keys) {
-        Ok(ok) => {
-            println!("valid: signed with key {} ({})", ok.key_version, ok.context);
-            if let Some(id) = &ok.identity {
-                println!("{}", identity_line(id, ok.context == TRUST_SCORE_CONTEXT));
-            }
-            ExitCode::SUCCESS
-        }
+    let expected = match expected_hashes(&opts) {
+        Ok(expected) => expected,
+        Err(e) => return bad(e),
+    };
+    let verified = match check_receipt(&response, &keys) {
+        Ok(ok) => ok,
         Err(e) => {
             println!("INVALID: {e}");
-            ExitCode::from(1)
+            return ExitCode::from(1);
         }
+    };
+    if !expected.is_empty()
+        && let Err(e) = check_binding(&response, &expected)
+    {
+        println!("INVALID: genuine signature, but {e}");
+        return ExitCode::from(1);
     }
+    println!(
+        "valid: signed with key {} ({})",
+        verified.key_version, verified.context
+    );
+    if expected.is_empty() {
+        println!(
+            "not bound: the signature is checked, not what it is about; give --request (or --output, --schema, --rules) for any receipt you did not request yourself"
+        );
+    } else {
+        println!("bound: {}", bound_line(&expected));
+    }
+    if let Some(id) = &verified.identity {
+        println!(
+            "{}",
+            identity_line(id, verified.context == TRUST_SCORE_CONTEXT)
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// The hashes the receipt must carry, from `--request` or the parts given.
+fn expected_hashes(opts: &ReceiptOpts) -> Result<ExpectedHashes, String> {
+    if let Some(path) = &opts.request {
+        let request = VerifyRequest::from_value(read_json(path)?)
+            .map_err(|e| format!("{}: {}", path.display(), problems(&e.problems)))?;
+        let hashes = request
+            .receipt_hashes()
+            .map_err(|_| format!("{}: cannot be canonicalized", path.display()))?;
+        return Ok(ExpectedHashes::of_request(&hashes));
+    }
+    let read = |path: &Option<std::path::PathBuf>| path.as_deref().map(read_json).transpose();
+    let (output, schema) = (read(&opts.output)?, read(&opts.schema)?);
+    let (rules, bounds) = (read(&opts.rules)?, read(&opts.bounds)?);
+    Ok(ExpectedHashes::of_parts(
+        output.as_ref(),
+        schema.as_ref(),
+        rules.as_ref(),
+        bounds.as_ref(),
+    ))
+}
+
+/// Which of the receipt's hashes were recomputed and matched.
+fn bound_line(expected: &ExpectedHashes) -> String {
+    let matched: Vec<&str> = [
+        ("output_hash", &expected.output_hash),
+        ("schema_hash", &expected.schema_hash),
+        ("rules_hash", &expected.rules_hash),
+        ("request_hash", &expected.request_hash),
+    ]
+    .into_iter()
+    .filter(|(_, hash)| hash.is_some())
+    .map(|(name, _)| name)
+    .collect();
+    format!("{} recomputed and equal", matched.join(", "))
 }
 
 /// What a valid receipt says about the agent it was recorded under (the ID quoted, so no
@@ -138,7 +267,7 @@ fn identity_line(id: &ReceiptIdentity, score: bool) -> String {
 }
 
 fn fetch(url: &str) -> Result<Value, String> {
-    let tls = verifier_core::tls::client_config().map_err(|e| e.to_string())?;
+    let tls = verifier_facilitator_http::tls::client_config().map_err(|e| e.to_string())?;
     let client = reqwest::blocking::Client::builder()
         .use_preconfigured_tls(tls)
         .timeout(std::time::Duration::from_secs(10))
@@ -154,13 +283,13 @@ fn fetch(url: &str) -> Result<Value, String> {
     let bytes = response
         .bytes()
         .map_err(|e| format!("cannot read {url}: {e}"))?;
-    verifier_core::json::parse_strict_value(&bytes).map_err(|e| format!("{url}: {e}"))
+    verifier_engine::json::parse_strict_value(&bytes).map_err(|e| format!("{url}: {e}"))
 }
 
 /// `verifier routes`: the route table as `METHOD PATH FUNCTION PRICING documented|hidden`
 /// lines (hidden routes are routed but not advertised, e.g. 405-only ones).
 pub fn routes() -> ExitCode {
-    for r in verifier_core::routes::ROUTES {
+    for r in verifier_service::routes::ROUTES {
         println!(
             "{} {} {} {:?} {}",
             r.method,

@@ -12,18 +12,20 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
-use verifier_core::clock::{Clock, SystemClock};
-use verifier_core::config::ServiceConfig;
-use verifier_core::cost::{Budget, Budgets};
-use verifier_core::errors::ApiError;
-use verifier_core::keys::KeySource;
-use verifier_core::payments::{FacilitatorSettings, PaymentGate};
-use verifier_core::service::Services;
-use verifier_core::service::pool::{PoolConfig, WorkPool};
-use verifier_core::store::Store;
-use verifier_core::store::dynamo::DynamoStore;
-use verifier_core::store::embedded::{Durability, EmbeddedStore};
-use verifier_core::{ClientAddr, Engine, EngineConfig};
+use verifier_engine::cost::{Budget, Budgets};
+use verifier_engine::{Engine, EngineConfig};
+use verifier_facilitator_http::FacilitatorSettings;
+use verifier_ports::clock::{Clock, SystemClock};
+use verifier_ports::keys::KeySource;
+use verifier_ports::store::Store;
+use verifier_service::ClientAddr;
+use verifier_service::Services;
+use verifier_service::config::ServiceConfig;
+use verifier_service::errors::ApiError;
+use verifier_service::payments::PaymentGate;
+use verifier_service::pool::{PoolConfig, WorkPool};
+use verifier_store_dynamo::DynamoStore;
+use verifier_store_embedded::{Durability, EmbeddedStore};
 
 /// Everything the local server is built from.
 pub struct LocalServer {
@@ -44,7 +46,7 @@ impl LocalServer {
     /// The shared services of every router.
     pub fn services(self) -> Arc<Services> {
         let engine = Engine::new(EngineConfig {
-            public_url: self.config.public_url.clone(),
+            public_url: Some(self.config.public_url.clone()),
             cache_bytes: self.schema_cache_bytes,
             cost_scale_ppm: self.config.cost_scale_ppm,
             ..EngineConfig::default()
@@ -260,7 +262,7 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
         key_id: opts.facilitator_key_id.clone(),
         key_secret: opts.facilitator_key_secret.clone(),
     };
-    let payments = PaymentGate::new(settings.facilitator()?, opts.solana_fee_payer.clone());
+    let payments = PaymentGate::new(settings.port()?, opts.solana_fee_payer.clone());
     if payments.configured() {
         payments
             .refresh_supported(config.pay_to_solana.as_deref())

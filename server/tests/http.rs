@@ -6,11 +6,12 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use time::macros::datetime;
 use verifier::serve::{LocalServer, app};
-use verifier_core::clock::{Clock, ManualClock, SystemClock};
-use verifier_core::config::ServiceConfig;
-use verifier_core::keys::{SigningIdentity, StaticKeys};
-use verifier_core::store::Store;
-use verifier_core::store::embedded::EmbeddedStore;
+use verifier_ports::clock::{Clock, ManualClock, SystemClock};
+use verifier_ports::keys::StaticKeys;
+use verifier_ports::store::Store;
+use verifier_receipt::keys::SigningIdentity;
+use verifier_service::config::ServiceConfig;
+use verifier_store_embedded::EmbeddedStore;
 
 const INVOICE: &str = include_str!("../../shared/tests/data/hosted-receipts.json");
 
@@ -52,7 +53,7 @@ async fn start(free_per_day: u64, clock: Arc<dyn Clock>) -> Running {
         )),
         store: store.clone(),
         clock,
-        payments: verifier_core::payments::PaymentGate::new(None, None),
+        payments: verifier_service::payments::PaymentGate::new(None, None),
         schema_cache_bytes: 8 << 20,
         pool: Default::default(),
     });
@@ -313,7 +314,7 @@ async fn test_ids_and_null_agents_leave_no_history() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_embedded_store_keeps_counts_and_history_across_reopen() {
-    use verifier_core::store::{FreeClaim, Outcome};
+    use verifier_ports::store::{FreeClaim, Outcome};
     let dir = tempfile::tempdir().expect("tempdir");
     let outcome = |n: u32| Outcome {
         agent_id: "seller-restart".into(),
@@ -382,7 +383,7 @@ async fn the_embedded_store_keeps_counts_and_history_across_reopen() {
 
 /// A client for the loopback server (reqwest needs our TLS configuration even for plain HTTP).
 fn client() -> reqwest::Client {
-    verifier_core::tls::reqwest_builder()
+    verifier_facilitator_http::tls::reqwest_builder()
         .expect("the TLS configuration")
         .build()
         .expect("an HTTP client")

@@ -8,11 +8,12 @@ use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
 use tower::ServiceExt;
-use verifier_core::config::ServiceConfig;
-use verifier_core::keys::{SigningIdentity, StaticKeys};
-use verifier_core::service::Services;
-use verifier_core::store::embedded::EmbeddedStore;
-use verifier_core::{Engine, EngineConfig};
+use verifier_engine::{Engine, EngineConfig};
+use verifier_ports::keys::StaticKeys;
+use verifier_receipt::keys::SigningIdentity;
+use verifier_service::Services;
+use verifier_service::config::ServiceConfig;
+use verifier_store_embedded::EmbeddedStore;
 
 const PUBLIC_URL: &str = "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com";
 
@@ -33,7 +34,7 @@ fn services_with(dir: &Path, free_per_day: u64) -> Arc<Services> {
     };
     Arc::new(Services {
         engine: Engine::new(EngineConfig {
-            public_url: PUBLIC_URL.into(),
+            public_url: Some(PUBLIC_URL.into()),
             ..EngineConfig::default()
         }),
         config,
@@ -42,9 +43,9 @@ fn services_with(dir: &Path, free_per_day: u64) -> Arc<Services> {
             vec![],
         )),
         store: Arc::new(EmbeddedStore::open(dir).expect("store")),
-        clock: Arc::new(verifier_core::clock::SystemClock),
-        payments: verifier_core::payments::PaymentGate::new(None, None),
-        pool: verifier_core::service::pool::WorkPool::new(Default::default()),
+        clock: Arc::new(verifier_ports::clock::SystemClock),
+        payments: verifier_service::payments::PaymentGate::new(None, None),
+        pool: verifier_service::pool::WorkPool::new(Default::default()),
         listings: Default::default(),
         in_flight: Default::default(),
     })
@@ -55,15 +56,15 @@ fn services_with(dir: &Path, free_per_day: u64) -> Arc<Services> {
 fn without_table(s: &Services) -> Arc<Services> {
     Arc::new(Services {
         engine: Engine::new(EngineConfig {
-            public_url: PUBLIC_URL.into(),
+            public_url: Some(PUBLIC_URL.into()),
             ..EngineConfig::default()
         }),
         config: s.config.clone(),
         keys: s.keys.clone(),
-        store: Arc::new(verifier_core::store::no_table::NoTable),
+        store: Arc::new(verifier_ports::no_table::NoTable),
         clock: s.clock.clone(),
-        payments: verifier_core::payments::PaymentGate::new(None, None),
-        pool: verifier_core::service::pool::WorkPool::new(Default::default()),
+        payments: verifier_service::payments::PaymentGate::new(None, None),
+        pool: verifier_service::pool::WorkPool::new(Default::default()),
         listings: Default::default(),
         in_flight: Default::default(),
     })
@@ -235,7 +236,7 @@ fn every_route_has_a_sample_event() {
             }
         }
     }
-    let missing: Vec<String> = verifier_core::routes::ROUTES
+    let missing: Vec<String> = verifier_service::routes::ROUTES
         .iter()
         .map(|r| format!("{} {}", r.method, r.path))
         .filter(|key| !route_keys.contains(key))

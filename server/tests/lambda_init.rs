@@ -10,11 +10,11 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 use std::time::Duration;
 use tower::ServiceExt;
-use verifier_core::attest::verify_receipt;
-use verifier_core::config::ServiceConfig;
-use verifier_core::keys::KeySource;
-use verifier_core::ssm_keys::KeyParams;
-use verifier_core::store::dynamo::DynamoStore;
+use verifier_keys_aws::KeyParams;
+use verifier_ports::keys::KeySource;
+use verifier_receipt::attest::verify_receipt;
+use verifier_service::config::ServiceConfig;
+use verifier_store_dynamo::DynamoStore;
 
 const EVENT: &str = include_str!("../../events/verify-schema-valid.json");
 const SCORE_EVENT: &str = include_str!("../../events/reputation-unknown-agent.json");
@@ -77,7 +77,7 @@ async fn init_loads_the_ssm_key_and_serves_on_dynamodb() {
     if !components_available() {
         return;
     }
-    let sdk = verifier_core::tls::aws_sdk_config()
+    let sdk = verifier_aws_sdk::aws_sdk_config()
         .await
         .expect("an SDK configuration");
     let ssm = aws_sdk_ssm::Client::new(&sdk);
@@ -119,7 +119,7 @@ async fn init_loads_the_ssm_key_and_serves_on_dynamodb() {
 
     let kms_key = kms.create_key().send().await.expect("KMS key");
     let kms_key_id = kms_key.key_metadata.expect("metadata").key_id;
-    let rotation = verifier_core::ssm_keys::rotate(&ssm, &keys, &kms_key_id)
+    let rotation = verifier_keys_aws::rotate(&ssm, &keys, &kms_key_id)
         .await
         .expect("first key");
     let init = Init::new::<function_common::lambda::Dynamo>(settings)
@@ -157,7 +157,7 @@ async fn init_loads_the_ssm_key_and_serves_on_dynamodb() {
     );
 
     // The rotation runs again; the running function picks the new key up on its refresh.
-    let second = verifier_core::ssm_keys::rotate(&ssm, &keys, &kms_key_id)
+    let second = verifier_keys_aws::rotate(&ssm, &keys, &kms_key_id)
         .await
         .expect("second key");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
@@ -190,7 +190,7 @@ async fn init_loads_the_ssm_key_and_serves_on_dynamodb() {
     )
     .await;
     assert_eq!(status, 200);
-    let listed = verifier_core::keys::parse_key_list(&card).expect("the card lists its keys");
+    let listed = verifier_receipt::keys::parse_key_list(&card).expect("the card lists its keys");
     let versions: Vec<&str> = listed.iter().map(|k| k.key_version.as_str()).collect();
     assert_eq!(
         versions,

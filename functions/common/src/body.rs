@@ -9,8 +9,8 @@ use axum::response::Response;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::Notify;
-use verifier_core::config::ServiceConfig;
-use verifier_core::errors::ApiError;
+use verifier_service::config::ServiceConfig;
+use verifier_service::errors::ApiError;
 
 /// Raised by the local server's connection reader when a request on the connection declares
 /// a chunk larger than the hard body limit (hyper does not tell its handlers chunk sizes, and
@@ -35,6 +35,11 @@ impl BodyAlarm {
     pub fn raise(&self, seq: u64) {
         self.raised_for.store(seq, Ordering::Release);
         self.notify.notify_waiters();
+    }
+
+    /// Whether the alarm is raised for request `seq`.
+    pub fn is_raised(&self, seq: u64) -> bool {
+        self.raised_for.load(Ordering::Acquire) == seq
     }
 
     /// Wait until the alarm is raised for request `seq`.
@@ -95,10 +100,16 @@ pub async fn read_body(
         Ok(Ok(bytes)) => Ok(bytes),
         Err(_) => Err(respond::error_closing(&ApiError::IncompleteBody, config)),
         Ok(Err(e)) => {
-            let too_large = e
-                .into_inner()
-                .downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some();
+            // A chunk size hyper cannot even read (beyond 64 bits) fails the body at once; the
+            // connection's watch saw it first and says it was too large.
+            let alarmed = parts
+                .extensions
+                .get::<ConnectionBody>()
+                .is_some_and(|c| c.alarm.is_raised(c.seq));
+            let too_large = alarmed
+                || e.into_inner()
+                    .downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some();
             let error = if too_large {
                 ApiError::BodyTooLarge { limit }
             } else {

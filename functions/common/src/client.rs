@@ -3,8 +3,8 @@
 //! function's main puts `requestContext.http.sourceIp` there.
 
 use axum::extract::Request;
-use verifier_core::ClientAddr;
-use verifier_core::config::ServiceConfig;
+use verifier_service::ClientAddr;
+use verifier_service::config::ServiceConfig;
 
 /// The caller as the allowance and the pool count it (an IPv4 address, an IPv6 network), if
 /// the edge supplied its address.

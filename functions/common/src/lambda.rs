@@ -15,16 +15,18 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::OnceCell;
 use tower::ServiceExt;
-use verifier_core::config::ServiceConfig;
-use verifier_core::cost::{Budget, Budgets};
-use verifier_core::payments::{FacilitatorSettings, PaymentGate};
-use verifier_core::service::Services;
-use verifier_core::service::pool::{PoolConfig, WorkPool};
-use verifier_core::ssm_keys::{KeyParams, SsmKeys};
-use verifier_core::store::Store;
-use verifier_core::store::dynamo::DynamoStore;
-use verifier_core::store::no_table::NoTable;
-use verifier_core::{ClientAddr, Engine, EngineConfig};
+use verifier_engine::cost::{Budget, Budgets};
+use verifier_engine::{Engine, EngineConfig};
+use verifier_facilitator_http::FacilitatorSettings;
+use verifier_keys_aws::{KeyParams, SsmKeys};
+use verifier_ports::no_table::NoTable;
+use verifier_ports::store::Store;
+use verifier_service::ClientAddr;
+use verifier_service::Services;
+use verifier_service::config::ServiceConfig;
+use verifier_service::payments::PaymentGate;
+use verifier_service::pool::{PoolConfig, WorkPool};
+use verifier_store_dynamo::DynamoStore;
 
 /// Why a function cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -34,11 +36,11 @@ pub enum InitError {
     #[error("{0} is not a valid number")]
     Number(&'static str),
     #[error("the signing key cannot be loaded: {0}")]
-    Keys(#[from] verifier_core::ssm_keys::SsmKeyError),
+    Keys(#[from] verifier_keys_aws::SsmKeyError),
     #[error("the facilitator configuration is invalid: {0}")]
     Facilitator(String),
     #[error("{0}")]
-    Tls(#[from] verifier_core::tls::TlsError),
+    Tls(#[from] verifier_aws_sdk::TlsError),
 }
 
 fn var(name: &'static str) -> Option<String> {
@@ -145,7 +147,7 @@ impl LambdaSettings {
             )
             .unwrap_or(defaults.ipv6_prefix),
             cost_scale_ppm: match var("VERIFIER_COST_SCALE") {
-                Some(text) => verifier_core::config::cost_scale_ppm(&text)
+                Some(text) => verifier_service::config::cost_scale_ppm(&text)
                     .ok_or(InitError::Number("VERIFIER_COST_SCALE (0.0001 to 1000)"))?,
                 None => defaults.cost_scale_ppm,
             },
@@ -182,9 +184,9 @@ impl Init {
     /// Build the SDK clients, load the key and the facilitator secret (one SSM call), start
     /// the refresh, and learn the Solana fee payer when Solana is offered and none is
     /// configured (one facilitator call, bounded by
-    /// [`SUPPORTED_WAIT`](verifier_core::payments::gate::SUPPORTED_WAIT)). `T`: the store.
+    /// [`SUPPORTED_WAIT`](verifier_service::payments::gate::SUPPORTED_WAIT)). `T`: the store.
     pub async fn new<T: Table>(settings: LambdaSettings) -> Result<Self, InitError> {
-        let sdk = verifier_core::tls::aws_sdk_config().await?;
+        let sdk = verifier_aws_sdk::aws_sdk_config().await?;
         let ssm = aws_sdk_ssm::Client::new(&sdk);
         let (keys, key_secret) = SsmKeys::load_with_secret(
             &ssm,
@@ -201,7 +203,7 @@ impl Init {
         };
         // Fail at init on a broken facilitator configuration, not on the first paid call.
         let payments = PaymentGate::new(
-            facilitator.facilitator().map_err(InitError::Facilitator)?,
+            facilitator.port().map_err(InitError::Facilitator)?,
             settings.config.solana_fee_payer.clone(),
         );
         payments
@@ -222,15 +224,12 @@ impl Init {
             public_url: public_url.trim_end_matches('/').to_owned(),
             ..self.settings.config.clone()
         };
-        let facilitator = self
-            .facilitator
-            .facilitator()
-            .map_err(InitError::Facilitator)?;
+        let facilitator = self.facilitator.port().map_err(InitError::Facilitator)?;
         let payments = PaymentGate::new(facilitator, self.solana_fee_payer.clone());
         Ok(Arc::new(Services {
             // Warmed up at init by the functions that verify (`run` with `SchemaEngine`).
             engine: Engine::without_warm_up(EngineConfig {
-                public_url: config.public_url.clone(),
+                public_url: Some(config.public_url.clone()),
                 cache_bytes: schema_cache_bytes()?,
                 cost_scale_ppm: config.cost_scale_ppm,
                 ..EngineConfig::default()
@@ -238,7 +237,7 @@ impl Init {
             config,
             keys: self.keys.clone(),
             store: self.store.clone(),
-            clock: Arc::new(verifier_core::clock::SystemClock),
+            clock: Arc::new(verifier_ports::clock::SystemClock),
             payments,
             // One invocation at a time per instance: one worker, no queue to speak of.
             pool: WorkPool::new(PoolConfig {
@@ -277,7 +276,7 @@ pub fn app(router: Router, services: &Arc<Services>) -> Router {
     router
         .fallback(move || {
             let config = config.clone();
-            async move { respond::error(&verifier_core::errors::ApiError::NotFound, &config) }
+            async move { respond::error(&verifier_service::errors::ApiError::NotFound, &config) }
         })
         .layer(crate::cors::layer())
         .layer(middleware::from_fn(client_address))
@@ -315,7 +314,7 @@ pub trait WarmUp {
 pub struct SchemaEngine;
 
 impl WarmUp for SchemaEngine {
-    const WORK: Option<fn()> = Some(verifier_core::engine::warm_up);
+    const WORK: Option<fn()> = Some(verifier_engine::engine::warm_up);
 }
 
 /// Nothing: the function compiles no caller's schema.

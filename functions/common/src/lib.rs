@@ -1,4 +1,4 @@
-//! What every function's router shares: turning a [`Reply`](verifier_core::service::Reply)
+//! What every function's router shares: turning a [`Reply`](verifier_service::Reply)
 //! into an HTTP response, reading the client address and the payment header, and CORS.
 
 pub mod body;

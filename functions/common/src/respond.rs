@@ -3,10 +3,10 @@
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
-use verifier_core::config::ServiceConfig;
-use verifier_core::errors::ApiError;
-use verifier_core::payments::{PaymentInput, encode_header};
-use verifier_core::service::{Billing, PaymentDemand, Reply};
+use verifier_service::config::ServiceConfig;
+use verifier_service::errors::ApiError;
+use verifier_service::payments::{PaymentInput, encode_header};
+use verifier_service::{Billing, PaymentDemand, Reply};
 
 /// How a request was paid for, recorded on the response for the request log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,7 +141,7 @@ pub fn payment_input(headers: &HeaderMap) -> PaymentInput {
 
 /// The fallback of a route asked with the wrong method: 405 in the common error shape.
 pub async fn method_not_allowed(
-    axum::extract::State(s): axum::extract::State<std::sync::Arc<verifier_core::service::Services>>,
+    axum::extract::State(s): axum::extract::State<std::sync::Arc<verifier_service::Services>>,
 ) -> Response {
     error(&ApiError::MethodNotAllowed, &s.config)
 }

@@ -4,12 +4,12 @@
 //! every public key it ever signed with, plus the request-hash test vectors.
 
 use serde_json::{Value, json};
-use verifier_core::attest::{TRUST_SCORE_CONTEXT, VERIFY_CONTEXT};
-use verifier_core::config::usd;
-use verifier_core::engine::VERIFIER_VERSION;
-use verifier_core::service::Services;
-use verifier_core::trust;
-use verifier_core::vectors::request_hash_vectors;
+use verifier_engine::engine::VERIFIER_VERSION;
+use verifier_engine::trust;
+use verifier_engine::vectors::request_hash_vectors;
+use verifier_receipt::attest::{TRUST_SCORE_CONTEXT, VERIFY_CONTEXT};
+use verifier_service::Services;
+use verifier_service::config::usd;
 
 /// The `uri` of the attestation extension (receipt verifiers look for this prefix).
 pub const ATTESTATION_EXTENSION: &str = "urn:json-schema-verifier:extension:attestation:v1";

@@ -2,7 +2,7 @@
 //! documentation, status and the other discovery documents.
 
 use serde_json::{Value, json};
-use verifier_core::service::Services;
+use verifier_service::Services;
 
 /// The media type of the catalog.
 pub const LINKSET: &str = "application/linkset+json";

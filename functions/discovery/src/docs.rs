@@ -11,8 +11,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use function_common::respond;
 use std::sync::Arc;
-use verifier_core::errors::ApiError;
-use verifier_core::service::Services;
+use verifier_service::Services;
+use verifier_service::errors::ApiError;
 
 /// One file of the page: its name under `/docs/`, media type and bytes.
 struct Asset {

@@ -6,14 +6,14 @@ use axum::response::Response;
 use function_common::respond::{self, PricePath};
 use serde_json::json;
 use std::sync::Arc;
-use verifier_core::service::Services;
+use verifier_service::Services;
 
 /// `GET /health`.
 pub async fn health(State(s): State<Arc<Services>>) -> Response {
     let body = json!({
         "status": "ok",
         "service": "Agent Output Verifier",
-        "version": verifier_core::engine::VERIFIER_VERSION,
+        "version": verifier_engine::engine::VERIFIER_VERSION,
         "key_version": s.keys.current().key_version(),
     });
     respond::json(

@@ -3,9 +3,9 @@
 
 use crate::llms::price_text;
 use serde_json::{Value, json};
-use verifier_core::engine::VERIFIER_VERSION;
-use verifier_core::routes::documented;
-use verifier_core::service::Services;
+use verifier_engine::engine::VERIFIER_VERSION;
+use verifier_service::Services;
+use verifier_service::routes::documented;
 
 /// The JSON index.
 pub fn index_json(s: &Services) -> Value {

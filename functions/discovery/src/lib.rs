@@ -18,7 +18,7 @@ pub mod openapi;
 pub mod registry;
 pub mod x402;
 
-pub use verifier_core::service::examples;
+pub use verifier_service::examples;
 
 use axum::Router;
 use axum::extract::State;
@@ -28,7 +28,7 @@ use axum::routing::{MethodRouter, get};
 use function_common::respond::{self, PricePath, with_type};
 use serde_json::Value;
 use std::sync::Arc;
-use verifier_core::service::Services;
+use verifier_service::Services;
 
 fn json_doc(v: &Value, content_type: &'static str) -> Response {
     with_type(

@@ -3,15 +3,15 @@
 
 use crate::examples;
 use std::fmt::Write as _;
-use verifier_core::config::{BASE_NETWORK, BASE_USDC, SOLANA_NETWORK, SOLANA_USDC, usd};
-use verifier_core::errors::ERROR_CODES;
-use verifier_core::json::MAX_FIELD_DEPTH;
-use verifier_core::payments::PAYMENT_ERROR_CODES;
-use verifier_core::request::MAX_ID_CHARS;
-use verifier_core::routes::{Pricing, documented};
-use verifier_core::service::Services;
-use verifier_core::service::score::RECENT_OUTCOMES;
-use verifier_core::trust;
+use verifier_engine::json::MAX_FIELD_DEPTH;
+use verifier_engine::request::MAX_ID_CHARS;
+use verifier_engine::trust;
+use verifier_service::Services;
+use verifier_service::config::{BASE_NETWORK, BASE_USDC, SOLANA_NETWORK, SOLANA_USDC, usd};
+use verifier_service::errors::ERROR_CODES;
+use verifier_service::payments::PAYMENT_ERROR_CODES;
+use verifier_service::routes::{Pricing, documented};
+use verifier_service::score::RECENT_OUTCOMES;
 
 /// The heading of the section that publishes the live allowance.
 pub const FREE_ALLOWANCE_HEADING: &str = "## Free allowance";
@@ -216,10 +216,10 @@ pub fn llms_full_txt(s: &Services) -> String {
          3. The 200 answer carries `PAYMENT-RESPONSE`: base64 of `{{\"success\": true, \"transaction\": \"0x…\", \"network\": \"{BASE_NETWORK}\", \"payer\": \"0x…\"}}`. Sending the same payment again is refused (`payment_replayed`).\n\n\
          Python: `x402ClientSync().register(\"{BASE_NETWORK}\", ExactEvmClientScheme(Account.from_key(KEY)))`, then `client.create_payment_payload(decode_payment_required_header(r.headers[\"PAYMENT-REQUIRED\"]))`.\n",
         pretty(
-            &serde_json::to_value(verifier_core::payments::payment_required(
-                verifier_core::payments::resource(
+            &serde_json::to_value(verifier_service::payments::payment_required(
+                verifier_service::payments::resource(
                     c.url("/verify/schema"),
-                    verifier_core::service::verify::DESCRIPTION
+                    verifier_service::verify::DESCRIPTION
                 ),
                 s.payments.accepts(c, c.price_verify_units),
                 "Payment required",

@@ -6,18 +6,18 @@ use crate::x402::price_units;
 use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 use utoipa::openapi::ComponentsBuilder;
-use verifier_core::attest::Attestation;
-use verifier_core::config::usd;
-use verifier_core::engine::VERIFIER_VERSION;
-use verifier_core::errors::{ERROR_CODES, ErrorBody};
-use verifier_core::payments::PAYMENT_ERROR_CODES;
-use verifier_core::payments::types::{PaymentRequired, SettlementResponse};
-use verifier_core::report::VerifyResponse;
-use verifier_core::request::{BOUND_KEYS, FIELDS, MAX_ID_CHARS, RULE_KEYS};
-use verifier_core::request_schema::{bound_schema, request_body_schema, rule_schema};
-use verifier_core::routes::{Function, Pricing, Route, documented};
-use verifier_core::service::Services;
-use verifier_core::service::score::{ReputationResponse, ScoreResponse};
+use verifier_engine::engine::VERIFIER_VERSION;
+use verifier_engine::report::VerifyResponse;
+use verifier_engine::request::{BOUND_KEYS, FIELDS, MAX_ID_CHARS, RULE_KEYS};
+use verifier_engine::request_schema::{bound_schema, request_body_schema, rule_schema};
+use verifier_ports::x402::{PaymentRequired, SettlementResponse};
+use verifier_receipt::attest::Attestation;
+use verifier_service::Services;
+use verifier_service::config::usd;
+use verifier_service::errors::{ERROR_CODES, ErrorBody};
+use verifier_service::payments::PAYMENT_ERROR_CODES;
+use verifier_service::routes::{Function, Pricing, Route, documented};
+use verifier_service::score::{ReputationResponse, ScoreResponse};
 
 fn schema_ref(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})

@@ -5,8 +5,8 @@
 //! [`EXAMPLE_PUBLIC_URL`] as `server.json`; a test keeps that file equal to this function's.
 
 use serde_json::{Value, json};
-use verifier_core::config::ServiceConfig;
-use verifier_core::engine::VERIFIER_VERSION;
+use verifier_engine::engine::VERIFIER_VERSION;
+use verifier_service::config::ServiceConfig;
 
 /// The registry schema the entry follows.
 pub const SCHEMA: &str =

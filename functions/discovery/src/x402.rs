@@ -5,12 +5,12 @@
 //! listings the live 402s carry).
 
 use serde_json::{Map, Value, json};
-use verifier_core::config::usd;
-use verifier_core::payments::resource;
-use verifier_core::routes::{Pricing, paid};
-use verifier_core::service::listings::Listing;
-use verifier_core::service::{Services, score, verify};
-use verifier_core::trust;
+use verifier_engine::trust;
+use verifier_service::config::usd;
+use verifier_service::listings::Listing;
+use verifier_service::payments::resource;
+use verifier_service::routes::{Pricing, paid};
+use verifier_service::{Services, score, verify};
 
 /// The price of a paid route, in USDC atomic units.
 pub fn price_units(s: &Services, pricing: Pricing) -> u64 {

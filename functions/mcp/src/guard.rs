@@ -18,9 +18,9 @@ use axum::middleware::Next;
 use axum::response::Response;
 use function_common::respond;
 use serde_json::{Value, json};
-use verifier_core::config::ServiceConfig;
-use verifier_core::errors::ApiError;
-use verifier_core::json::{JsonError, parse_strict_value};
+use verifier_engine::json::{JsonError, parse_strict_value};
+use verifier_service::config::ServiceConfig;
+use verifier_service::errors::ApiError;
 
 /// Longest string `id` answered (a JSON-RPC answer repeats the id).
 pub const MAX_ID_CHARS: usize = 128;
@@ -210,7 +210,7 @@ pub async fn guard(req: Request, next: Next, config: &ServiceConfig) -> Response
     }
     parts
         .extensions
-        .insert(verifier_core::ReceivedBytes(bytes.len()));
+        .insert(verifier_service::ReceivedBytes(bytes.len()));
     let answer = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;

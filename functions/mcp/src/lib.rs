@@ -13,7 +13,7 @@ use axum::Router;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::sync::Arc;
-use verifier_core::service::Services;
+use verifier_service::Services;
 
 pub use server::VerifierMcp;
 

@@ -5,9 +5,9 @@
 
 use rmcp::model::{CallToolResult, MetaObject};
 use serde_json::{Map, Value, json};
-use verifier_core::config::ServiceConfig;
-use verifier_core::errors::ApiError;
-use verifier_core::service::{Billing, Reply, payment_error};
+use verifier_service::config::ServiceConfig;
+use verifier_service::errors::ApiError;
+use verifier_service::{Billing, Reply, payment_error};
 
 /// `_meta` key of the settlement (x402 MCP binding).
 pub const PAYMENT_RESPONSE_KEY: &str = "x402/payment-response";

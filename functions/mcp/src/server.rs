@@ -11,15 +11,16 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
 use std::sync::Arc;
-use verifier_core::config::ServiceConfig;
-use verifier_core::errors::ApiError;
-use verifier_core::payments::PaymentInput;
-use verifier_core::request::VerifyRequest;
-use verifier_core::service::listings::Listing;
-use verifier_core::service::score::{self, check_agent_id};
-use verifier_core::service::verify::{VerifyCall, verify};
-use verifier_core::service::{Resource, Services};
-use verifier_core::{ClientAddr, FieldProblem, ReceivedBytes};
+use verifier_engine::FieldProblem;
+use verifier_engine::request::VerifyRequest;
+use verifier_service::config::ServiceConfig;
+use verifier_service::errors::ApiError;
+use verifier_service::listings::Listing;
+use verifier_service::payments::PaymentInput;
+use verifier_service::score::{self, check_agent_id};
+use verifier_service::verify::{VerifyCall, verify};
+use verifier_service::{ClientAddr, ReceivedBytes};
+use verifier_service::{Resource, Services};
 
 /// How long `tools/list` may be cached (2026-07-28 `ttlMs`): the tools change only with a
 /// new deployment.
@@ -72,7 +73,7 @@ impl ServerHandler for VerifierMcp {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new(
                 "agent-output-verifier",
-                verifier_core::engine::VERIFIER_VERSION,
+                verifier_engine::engine::VERIFIER_VERSION,
             ))
             .with_instructions(
                 "Call verify_schema to check an AI agent's JSON output against a JSON Schema and rules \
@@ -129,7 +130,7 @@ impl ServerHandler for VerifierMcp {
                                 payment: &payment,
                                 resource: Resource {
                                     url: "mcp://tool/verify_schema".into(),
-                                    description: verifier_core::service::verify::DESCRIPTION,
+                                    description: verifier_service::verify::DESCRIPTION,
                                     listing: Listing::MCP_VERIFY,
                                     path_param: None,
                                 },

@@ -5,9 +5,9 @@
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use verifier_core::config::{ServiceConfig, usd};
-use verifier_core::request_schema::{record_tool_input_schema, verify_tool_input_schema};
-use verifier_core::trust;
+use verifier_engine::request_schema::{record_tool_input_schema, verify_tool_input_schema};
+use verifier_engine::trust;
+use verifier_service::config::{ServiceConfig, usd};
 
 /// `verify_schema`: the inputs of POST /verify/schema.
 pub const VERIFY: &str = "verify_schema";

@@ -2,7 +2,7 @@
 //! new Ed25519 key, add its public half to the ring, then write it as the new version of the
 //! signing SecureString (creating the parameter on the first run).
 
-use verifier_core::ssm_keys::{self, KeyParams, Rotation, SsmKeyError};
+use verifier_keys_aws::{KeyParams, Rotation, SsmKeyError};
 
 /// Why a rotation cannot run.
 #[derive(Debug, thiserror::Error)]
@@ -46,7 +46,8 @@ pub async fn handle(
     settings: &RotateSettings,
     _event: &serde_json::Value,
 ) -> Result<Rotation, RotateError> {
-    let rotation = ssm_keys::rotate(client, &settings.params, &settings.kms_key_id).await?;
+    let rotation =
+        verifier_keys_aws::rotate(client, &settings.params, &settings.kms_key_id).await?;
     tracing::info!(
         key_version = %rotation.key_version,
         ring_size = rotation.ring_size,

@@ -11,7 +11,7 @@ async fn main() -> Result<(), Error> {
     let settings = Arc::new(
         RotateSettings::from_env().inspect_err(|e| tracing::error!(error = %e, "init failed"))?,
     );
-    let sdk = verifier_core::tls::aws_sdk_config()
+    let sdk = verifier_aws_sdk::aws_sdk_config()
         .await
         .inspect_err(|e| tracing::error!(error = %e, "init failed"))?;
     let client = Arc::new(aws_sdk_ssm::Client::new(&sdk));

@@ -8,13 +8,14 @@ use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use verifier_core::attest::verify_receipt;
-use verifier_core::config::ServiceConfig;
-use verifier_core::keys::{KeySource, parse_key_list};
-use verifier_core::service::Services;
-use verifier_core::ssm_keys::{KeyParams, SsmKeyError, SsmKeys};
-use verifier_core::store::embedded::EmbeddedStore;
-use verifier_core::{Engine, EngineConfig};
+use verifier_engine::{Engine, EngineConfig};
+use verifier_keys_aws::{KeyParams, SsmKeyError, SsmKeys};
+use verifier_ports::keys::KeySource;
+use verifier_receipt::attest::verify_receipt;
+use verifier_receipt::keys::parse_key_list;
+use verifier_service::Services;
+use verifier_service::config::ServiceConfig;
+use verifier_store_embedded::EmbeddedStore;
 
 async fn clients() -> Option<(aws_sdk_ssm::Client, aws_sdk_kms::Client)> {
     if std::env::var("AWS_ENDPOINT_URL_SSM").is_err() {
@@ -25,7 +26,7 @@ async fn clients() -> Option<(aws_sdk_ssm::Client, aws_sdk_kms::Client)> {
         eprintln!("skipped: AWS_ENDPOINT_URL_SSM is unset (scripts/test.sh starts moto)");
         return None;
     }
-    let sdk = verifier_core::tls::aws_sdk_config()
+    let sdk = verifier_aws_sdk::aws_sdk_config()
         .await
         .expect("an SDK configuration");
     Some((
@@ -60,15 +61,15 @@ fn services(keys: Arc<SsmKeys>, dir: &Path) -> Services {
     };
     Services {
         engine: Engine::new(EngineConfig {
-            public_url: config.public_url.clone(),
+            public_url: Some(config.public_url.clone()),
             ..EngineConfig::default()
         }),
         config,
         keys,
         store: Arc::new(EmbeddedStore::open(dir).expect("store")),
-        clock: Arc::new(verifier_core::clock::SystemClock),
-        payments: verifier_core::payments::PaymentGate::new(None, None),
-        pool: verifier_core::service::pool::WorkPool::new(Default::default()),
+        clock: Arc::new(verifier_ports::clock::SystemClock),
+        payments: verifier_service::payments::PaymentGate::new(None, None),
+        pool: verifier_service::pool::WorkPool::new(Default::default()),
         listings: Default::default(),
         in_flight: Default::default(),
     }
@@ -88,7 +89,7 @@ fn receipt(s: &Services) -> Value {
     serde_json::from_slice(&v.body).expect("JSON")
 }
 
-fn card_keys(s: &Services) -> Vec<verifier_core::keys::PublicKeyEntry> {
+fn card_keys(s: &Services) -> Vec<verifier_receipt::keys::PublicKeyEntry> {
     parse_key_list(&discovery_function::card::agent_card(s)).expect("the card lists its keys")
 }
 
@@ -208,7 +209,7 @@ async fn rotation_creates_then_adds_keys_and_old_receipts_still_verify() {
     // Twice in a row is safe: a third run adds a third key and keeps the first two.
     let third = handle(&ssm, &settings, &Value::Null).await.expect("third");
     assert_eq!(third.ring_size, 3);
-    let (_, ring) = verifier_core::ssm_keys::load(&ssm, &settings.params)
+    let (_, ring) = verifier_keys_aws::load(&ssm, &settings.params)
         .await
         .expect("load");
     let versions: Vec<&str> = ring.iter().map(|k| k.key_version.as_str()).collect();

@@ -11,11 +11,11 @@ use axum::routing::get;
 use function_common::reply;
 use function_common::respond::{self, PricePath, payment_input};
 use std::sync::Arc;
-use verifier_core::ClientAddr;
-use verifier_core::errors::ApiError;
-use verifier_core::service::listings::Listing;
-use verifier_core::service::score::{DESCRIPTION, reputation, score};
-use verifier_core::service::{Resource, Services};
+use verifier_service::ClientAddr;
+use verifier_service::errors::ApiError;
+use verifier_service::listings::Listing;
+use verifier_service::score::{DESCRIPTION, reputation, score};
+use verifier_service::{Resource, Services};
 
 /// The function's router.
 pub fn router(services: Arc<Services>) -> Router {
@@ -33,7 +33,7 @@ pub fn router(services: Arc<Services>) -> Router {
 
 /// A path segment that is not valid percent-encoded UTF-8.
 fn bad_path() -> ApiError {
-    ApiError::InvalidRequest(vec![verifier_core::FieldProblem::new(
+    ApiError::InvalidRequest(vec![verifier_engine::FieldProblem::new(
         "agent_id",
         "is not valid percent-encoded UTF-8",
         "Send the agent ID percent-encoded as UTF-8 in the path.",

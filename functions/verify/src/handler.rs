@@ -9,11 +9,11 @@ use function_common::body::read_body;
 use function_common::respond::{self, payment_input};
 use function_common::{client_address, reply};
 use std::sync::Arc;
-use verifier_core::errors::ApiError;
-use verifier_core::service::listings::Listing;
-use verifier_core::service::pricing::HEAVY_BODY_BYTES;
-use verifier_core::service::verify::{BodyCall, DESCRIPTION, probe, verify_body};
-use verifier_core::service::{Resource, Services};
+use verifier_service::errors::ApiError;
+use verifier_service::listings::Listing;
+use verifier_service::pricing::HEAVY_BODY_BYTES;
+use verifier_service::verify::{BodyCall, DESCRIPTION, probe, verify_body};
+use verifier_service::{Resource, Services};
 
 /// `POST /verify/schema`.
 pub async fn verify_schema(state: State<Arc<Services>>, req: Request) -> Response {

@@ -9,7 +9,7 @@ mod handler;
 use axum::Router;
 use axum::routing::post;
 use std::sync::Arc;
-use verifier_core::service::Services;
+use verifier_service::Services;
 
 /// The function's router.
 pub fn router(services: Arc<Services>) -> Router {

@@ -1,0 +1,318 @@
+//! Keys on AWS: the active Ed25519 seed in an SSM SecureString (encrypted with a
+//! customer-managed KMS key), the public key ring (every key ever used) in an SSM String
+//! parameter. Functions read both once at init and refresh them on an interval; the rotation
+//! function makes a key, publishes its public half in the ring first, then writes the new
+//! SecureString version — so no receipt is ever signed by a key the agent card does not list.
+
+use aws_sdk_ssm::Client;
+use aws_sdk_ssm::types::{ParameterTier, ParameterType};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use verifier_ports::keys::KeySource;
+use verifier_receipt::timestamp::rfc3339_micros;
+use verifier_receipt::{PublicKeyEntry, SigningIdentity};
+
+/// What the SecureString holds.
+#[derive(Serialize, Deserialize)]
+struct StoredKey {
+    key_version: String,
+    seed_base64: String,
+    created_at: String,
+}
+
+/// Problems reading or writing the key parameters.
+#[derive(Debug, thiserror::Error)]
+pub enum SsmKeyError {
+    #[error("SSM call failed: {0}")]
+    Ssm(String),
+    #[error("the parameter {0} does not hold what it should")]
+    Format(String),
+    #[error("the parameter {0} does not exist yet (run the rotation function once)")]
+    Missing(String),
+    #[error("key material: {0}")]
+    Key(#[from] verifier_receipt::KeyError),
+}
+
+/// Where the keys live.
+#[derive(Debug, Clone)]
+pub struct KeyParams {
+    /// The SecureString with the active seed.
+    pub signing: String,
+    /// The String with the public key ring (a JSON array of agent-card entries).
+    pub ring: String,
+}
+
+async fn get(client: &Client, name: &str, decrypt: bool) -> Result<Option<String>, SsmKeyError> {
+    match client
+        .get_parameter()
+        .name(name)
+        .with_decryption(decrypt)
+        .send()
+        .await
+    {
+        Ok(out) => Ok(out.parameter.and_then(|p| p.value)),
+        Err(e) => {
+            let missing = e
+                .as_service_error()
+                .is_some_and(|se| se.is_parameter_not_found());
+            if missing {
+                Ok(None)
+            } else {
+                Err(SsmKeyError::Ssm(format!("{e:?}")))
+            }
+        }
+    }
+}
+
+fn parse_ring(name: &str, text: &str) -> Result<Vec<PublicKeyEntry>, SsmKeyError> {
+    serde_json::from_str(text).map_err(|_| SsmKeyError::Format(name.to_owned()))
+}
+
+/// Read several parameters in one `GetParameters` call, SecureStrings decrypted (a String
+/// comes back as it is): each name's value, none for a name that does not exist.
+async fn get_many(client: &Client, names: &[&str]) -> Result<Vec<Option<String>>, SsmKeyError> {
+    let out = client
+        .get_parameters()
+        .set_names(Some(names.iter().map(|n| (*n).to_owned()).collect()))
+        .with_decryption(true)
+        .send()
+        .await
+        .map_err(|e| SsmKeyError::Ssm(format!("{e:?}")))?;
+    let found = out.parameters.unwrap_or_default();
+    Ok(names
+        .iter()
+        .map(|name| {
+            found
+                .iter()
+                .find(|p| p.name.as_deref() == Some(name) || p.arn.as_deref() == Some(name))
+                .and_then(|p| p.value.clone())
+        })
+        .collect())
+}
+
+fn parse_keys(
+    params: &KeyParams,
+    secret: Option<String>,
+    ring: Option<String>,
+) -> Result<(SigningIdentity, Vec<PublicKeyEntry>), SsmKeyError> {
+    let secret = secret.ok_or_else(|| SsmKeyError::Missing(params.signing.clone()))?;
+    let stored: StoredKey =
+        serde_json::from_str(&secret).map_err(|_| SsmKeyError::Format(params.signing.clone()))?;
+    let seed = STANDARD
+        .decode(&stored.seed_base64)
+        .map_err(|_| SsmKeyError::Format(params.signing.clone()))?;
+    let identity = SigningIdentity::from_seed(stored.key_version, &seed)?;
+    let ring = match ring {
+        Some(text) => parse_ring(&params.ring, &text)?,
+        None => Vec::new(),
+    };
+    Ok((identity, ring))
+}
+
+/// Read the active key and the ring (one SSM call).
+pub async fn load(
+    client: &Client,
+    params: &KeyParams,
+) -> Result<(SigningIdentity, Vec<PublicKeyEntry>), SsmKeyError> {
+    let (identity, ring, _) = fetch(client, params, None).await?;
+    Ok((identity, ring))
+}
+
+/// The active key, the ring and, when named, one more SecureString, in one SSM call.
+async fn fetch(
+    client: &Client,
+    params: &KeyParams,
+    secret: Option<&str>,
+) -> Result<(SigningIdentity, Vec<PublicKeyEntry>, Option<String>), SsmKeyError> {
+    let mut names = vec![params.signing.as_str(), params.ring.as_str()];
+    names.extend(secret);
+    let mut values = get_many(client, &names).await?.into_iter();
+    let (identity, ring) = parse_keys(params, values.next().flatten(), values.next().flatten())?;
+    let secret = match secret {
+        Some(name) => Some(
+            values
+                .next()
+                .flatten()
+                .ok_or_else(|| SsmKeyError::Missing(name.to_owned()))?,
+        ),
+        None => None,
+    };
+    Ok((identity, ring, secret))
+}
+
+/// The key source of the functions: refreshed from SSM in the background.
+pub struct SsmKeys {
+    state: RwLock<(Arc<SigningIdentity>, Vec<PublicKeyEntry>)>,
+}
+
+impl SsmKeys {
+    /// Read the keys now (fails loudly: a function must not start without them).
+    pub async fn load(client: &Client, params: &KeyParams) -> Result<Arc<Self>, SsmKeyError> {
+        Ok(Self::load_with_secret(client, params, None).await?.0)
+    }
+
+    /// Read the keys and, when named, one more SecureString (the facilitator's API key
+    /// secret) in the same SSM call: one round trip at init.
+    pub async fn load_with_secret(
+        client: &Client,
+        params: &KeyParams,
+        secret: Option<&str>,
+    ) -> Result<(Arc<Self>, Option<String>), SsmKeyError> {
+        let (identity, ring, secret) = fetch(client, params, secret).await?;
+        let keys = Arc::new(SsmKeys {
+            state: RwLock::new(with_active(identity, ring)),
+        });
+        Ok((keys, secret))
+    }
+
+    /// Refresh every `every` (a new key from a rotation is picked up; errors keep the old).
+    pub fn spawn_refresh(self: &Arc<Self>, client: Client, params: KeyParams, every: Duration) {
+        let keys = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(keys) = keys.upgrade() else { return };
+                match load(&client, &params).await {
+                    Ok((identity, ring)) => {
+                        if let Ok(mut state) = keys.state.write() {
+                            *state = with_active(identity, ring);
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "key refresh failed; keeping the current key")
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// The ring always lists the active key (a rotation publishes it first; this covers a ring
+/// edited by hand).
+fn with_active(
+    identity: SigningIdentity,
+    mut ring: Vec<PublicKeyEntry>,
+) -> (Arc<SigningIdentity>, Vec<PublicKeyEntry>) {
+    let entry = identity.public_entry();
+    if !ring.iter().any(|k| k.key_version == entry.key_version) {
+        ring.push(entry);
+    }
+    (Arc::new(identity), ring)
+}
+
+impl KeySource for SsmKeys {
+    fn current(&self) -> Arc<SigningIdentity> {
+        match self.state.read() {
+            Ok(s) => s.0.clone(),
+            Err(poisoned) => poisoned.into_inner().0.clone(),
+        }
+    }
+    fn public_keys(&self) -> Vec<PublicKeyEntry> {
+        match self.state.read() {
+            Ok(s) => s.1.clone(),
+            Err(poisoned) => poisoned.into_inner().1.clone(),
+        }
+    }
+}
+
+/// What a rotation did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Rotation {
+    /// The new active key's version.
+    pub key_version: String,
+    /// How many keys the ring lists now.
+    pub ring_size: usize,
+    /// Whether this was the first key (the parameters were created).
+    pub first: bool,
+}
+
+/// Make a new key: publish its public half in the ring, then write it as the new
+/// SecureString version (encrypted with `kms_key_id`). Safe to run any number of times: each
+/// run adds one key and never removes one.
+pub async fn rotate(
+    client: &Client,
+    params: &KeyParams,
+    kms_key_id: &str,
+) -> Result<Rotation, SsmKeyError> {
+    let now = time::OffsetDateTime::now_utc();
+    let fresh = SigningIdentity::generate("pending")?;
+    let tag: String = fresh
+        .public_entry()
+        .public_key
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(6)
+        .collect();
+    let version = format!(
+        "v{:04}-{:02}-{:02}-{tag}",
+        now.year(),
+        u8::from(now.month()),
+        now.day()
+    );
+    let identity = SigningIdentity::from_seed(version.clone(), &fresh.seed())?;
+
+    // Whether a key exists yet; no need to decrypt it for that.
+    let first = get(client, &params.signing, false).await?.is_none();
+    let entry = identity.public_entry();
+    publish(client, &params.ring, &entry).await?;
+    let secret = serde_json::to_string(&StoredKey {
+        key_version: version.clone(),
+        seed_base64: STANDARD.encode(identity.seed()),
+        created_at: rfc3339_micros(now),
+    })
+    .map_err(|e| SsmKeyError::Ssm(e.to_string()))?;
+    client
+        .put_parameter()
+        .name(&params.signing)
+        .value(secret)
+        .r#type(ParameterType::SecureString)
+        .key_id(kms_key_id)
+        .overwrite(true)
+        .send()
+        .await
+        .map_err(|e| SsmKeyError::Ssm(format!("{e:?}")))?;
+    // A rotation running at the same time may have rewritten the ring without this key:
+    // publish again (a no-op when it is there) so the active key is always listed.
+    let ring_size = publish(client, &params.ring, &entry).await?;
+    Ok(Rotation {
+        key_version: version,
+        ring_size,
+        first,
+    })
+}
+
+/// Make sure the ring lists `entry` (add it, never remove one), read back until it does;
+/// returns the ring's size.
+async fn publish(
+    client: &Client,
+    name: &str,
+    entry: &PublicKeyEntry,
+) -> Result<usize, SsmKeyError> {
+    for _ in 0..6 {
+        let mut ring = match get(client, name, false).await? {
+            Some(text) => parse_ring(name, &text)?,
+            None => Vec::new(),
+        };
+        if ring.iter().any(|k| k.key_version == entry.key_version) {
+            return Ok(ring.len());
+        }
+        ring.push(entry.clone());
+        let text = serde_json::to_string(&ring).map_err(|e| SsmKeyError::Ssm(e.to_string()))?;
+        client
+            .put_parameter()
+            .name(name)
+            .value(text)
+            .r#type(ParameterType::String)
+            .tier(ParameterTier::IntelligentTiering)
+            .overwrite(true)
+            .send()
+            .await
+            .map_err(|e| SsmKeyError::Ssm(format!("{e:?}")))?;
+    }
+    Err(SsmKeyError::Ssm(format!(
+        "the key ring {name} kept losing the new key (concurrent rotations?)"
+    )))
+}

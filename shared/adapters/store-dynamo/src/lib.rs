@@ -1,0 +1,634 @@
+//! The DynamoDB store: one on-demand table (`pk`, `sk` strings), every write a conditional
+//! update or a transaction, never read-modify-write.
+//!
+//! Items:
+//! - `ALLOW#<client>#<day>` / `ALLOW`: `used` (N), `expires_at` (TTL, two days after the day);
+//! - `AGENT#<id>` / `STATS`: `passes`, `fails`, `paid`, `checks` (N), `first_seen`,
+//!   `last_seen` (S);
+//! - `AGENT#<id>` / `OUT#<verified_at>#<verification_id>`: one outcome (`result`,
+//!   `verified_at`, `verification_id`, `paid` (BOOL), `checks` (N)); newest first by the sort
+//!   key;
+//! - `PAY#<network>#<payer>#<nonce-or-tx>` / `PAY`: a claimed payment, `state` (`claimed`,
+//!   `settling`, `settled`; none on rows older than payment states: settled), `expires_at`
+//!   (TTL).
+//!
+//! A free verification is one `TransactWriteItems` round trip: the allowance increment
+//! (conditional on `used < limit`), the agent's counters and its outcome commit together or not
+//! at all. Throttling and transient errors are retried by the SDK with backoff; transaction
+//! conflicts (concurrent writers of one hot item) are retried here with jittered backoff;
+//! when they persist the caller gets [`StoreError::Unavailable`] (a retryable 503), never a
+//! wrong count or a lost outcome. Each transaction carries a client request token, so an SDK
+//! retry of a request that did commit is not applied twice.
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, Put,
+    ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
+    TransactWriteItem, Update,
+};
+use std::collections::HashMap;
+use std::time::Duration;
+use verifier_ports::store::{
+    ALLOWANCE_KEEP_DAYS, AgentHistory, FreeClaim, Outcome, PaidAnswer, PaymentState, Store,
+    StoreError,
+};
+
+/// Attempts of a transaction that keeps conflicting with concurrent writers.
+const CONFLICT_ATTEMPTS: u32 = 12;
+
+/// The DynamoDB adapter.
+#[derive(Clone)]
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+}
+
+fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+fn n(v: impl ToString) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn num(item: &HashMap<String, AttributeValue>, key: &str) -> u64 {
+    item.get(key)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0)
+}
+
+fn text(item: &HashMap<String, AttributeValue>, key: &str) -> Option<String> {
+    item.get(key).and_then(|v| v.as_s().ok()).cloned()
+}
+
+fn backend<E: std::fmt::Display>(e: E) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+/// A conditional write's outcome: `Ok(true)` applied, `Ok(false)` its condition failed
+/// (`condition_failed` recognises the operation's modeled error), any other error classified.
+fn applied<O, E, R>(
+    result: Result<O, SdkError<E, R>>,
+    condition_failed: impl Fn(&E) -> bool,
+) -> Result<bool, StoreError>
+where
+    E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + 'static,
+    R: std::fmt::Debug,
+{
+    match result {
+        Ok(_) => Ok(true),
+        Err(SdkError::ServiceError(se)) if condition_failed(se.err()) => Ok(false),
+        Err(e) => Err(classify(e)),
+    }
+}
+
+/// Throttling, timeouts and dispatch failures that outlived the SDK's retries are transient:
+/// the caller may retry. Other service errors are backend failures.
+fn classify<E, R>(e: SdkError<E, R>) -> StoreError
+where
+    E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + 'static,
+    R: std::fmt::Debug,
+{
+    match &e {
+        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) => StoreError::Unavailable,
+        SdkError::ServiceError(se) => {
+            let code = se.err().code().unwrap_or("");
+            // The modeled variant's name is in its Debug text when the metadata has no code.
+            let kind = format!("{code} {:?}", se.err());
+            if [
+                "Throttl",
+                "ProvisionedThroughputExceeded",
+                "RequestLimitExceeded",
+                "InternalServerError",
+                "ServiceUnavailable",
+            ]
+            .iter()
+            .any(|k| kind.contains(k))
+            {
+                StoreError::Unavailable
+            } else {
+                StoreError::Backend(format!("{code}: {}", se.err().message().unwrap_or("")))
+            }
+        }
+        _ => StoreError::Backend(format!("{e:?}")),
+    }
+}
+
+fn allowance_key(client: &str, day: &str) -> String {
+    format!("ALLOW#{client}#{day}")
+}
+
+fn agent_key(agent: &str) -> String {
+    format!("AGENT#{agent}")
+}
+
+/// Unix seconds at the end of the kept period of a `YYYY-MM-DD` day.
+fn allowance_expiry(day: &str) -> i64 {
+    let parsed = time::Date::parse(
+        day,
+        time::macros::format_description!("[year]-[month]-[day]"),
+    );
+    let start = parsed.map_or_else(
+        |_| time::OffsetDateTime::now_utc().unix_timestamp(),
+        |d| d.midnight().assume_utc().unix_timestamp(),
+    );
+    start + (1 + ALLOWANCE_KEEP_DAYS) * 86_400
+}
+
+/// Jittered exponential backoff for conflicting transactions.
+async fn backoff(attempt: u32) {
+    let mut r = [0u8; 2];
+    let _ = getrandom::fill(&mut r);
+    let base = 5u64 << attempt.min(6);
+    let jitter = u64::from(u16::from_le_bytes(r)) % base.max(1);
+    tokio::time::sleep(Duration::from_millis(base + jitter)).await;
+}
+
+impl DynamoStore {
+    /// Put `item` unless an item with its key exists (a conditional put): `Ok(false)` when one
+    /// did, and nothing was written.
+    async fn put_if_absent(
+        &self,
+        item: HashMap<String, AttributeValue>,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        applied(result, |e| {
+            matches!(
+                e,
+                aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(_)
+            )
+        })
+    }
+
+    /// A store over `table` with a client built from the environment (`AWS_REGION`,
+    /// credentials, `AWS_ENDPOINT_URL_DYNAMODB` for DynamoDB Local).
+    pub async fn from_env(table: &str) -> Self {
+        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        Self::new(Client::new(&config), table)
+    }
+
+    /// A store over `table` with a given client.
+    pub fn new(client: Client, table: &str) -> Self {
+        DynamoStore {
+            client,
+            table: table.to_owned(),
+        }
+    }
+
+    /// Create the table (on demand, `pk`/`sk`, TTL on `expires_at`) unless it exists.
+    pub async fn create_table(&self) -> Result<(), StoreError> {
+        let exists = self
+            .client
+            .describe_table()
+            .table_name(&self.table)
+            .send()
+            .await
+            .is_ok();
+        if !exists {
+            let attr = |name: &str| {
+                AttributeDefinition::builder()
+                    .attribute_name(name)
+                    .attribute_type(ScalarAttributeType::S)
+                    .build()
+                    .map_err(backend)
+            };
+            let key = |name: &str, kind: KeyType| {
+                KeySchemaElement::builder()
+                    .attribute_name(name)
+                    .key_type(kind)
+                    .build()
+                    .map_err(backend)
+            };
+            self.client
+                .create_table()
+                .table_name(&self.table)
+                .billing_mode(BillingMode::PayPerRequest)
+                .attribute_definitions(attr("pk")?)
+                .attribute_definitions(attr("sk")?)
+                .key_schema(key("pk", KeyType::Hash)?)
+                .key_schema(key("sk", KeyType::Range)?)
+                .send()
+                .await
+                .map_err(classify)?;
+        }
+        for _ in 0..100 {
+            let status = self
+                .client
+                .describe_table()
+                .table_name(&self.table)
+                .send()
+                .await
+                .map_err(classify)?
+                .table
+                .and_then(|t| t.table_status);
+            if status == Some(aws_sdk_dynamodb::types::TableStatus::Active) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let ttl = TimeToLiveSpecification::builder()
+            .attribute_name("expires_at")
+            .enabled(true)
+            .build()
+            .map_err(backend)?;
+        // Already enabled is not an error worth failing on.
+        let _ = self
+            .client
+            .update_time_to_live()
+            .table_name(&self.table)
+            .time_to_live_specification(ttl)
+            .send()
+            .await;
+        Ok(())
+    }
+
+    fn allowance_update(&self, client: &str, day: &str, limit: u64) -> Result<Update, StoreError> {
+        Update::builder()
+            .table_name(&self.table)
+            .key("pk", s(allowance_key(client, day)))
+            .key("sk", s("ALLOW"))
+            .update_expression("ADD #used :one SET #exp = if_not_exists(#exp, :exp)")
+            .condition_expression("attribute_not_exists(#used) OR #used < :limit")
+            .expression_attribute_names("#used", "used")
+            .expression_attribute_names("#exp", "expires_at")
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":limit", n(limit))
+            .expression_attribute_values(":exp", n(allowance_expiry(day)))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(backend)
+    }
+
+    /// The counters update and the outcome item of one verification.
+    /// The free allowance alone: the same conditional update, on its own.
+    async fn claim_allowance(&self, update: Update, limit: u64) -> Result<FreeClaim, StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(update.table_name())
+            .set_key(Some(update.key().clone()))
+            .update_expression(update.update_expression())
+            .set_condition_expression(update.condition_expression().map(str::to_owned))
+            .set_expression_attribute_names(update.expression_attribute_names().cloned())
+            .set_expression_attribute_values(update.expression_attribute_values().cloned())
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(out) => Ok(FreeClaim::Granted {
+                used: out.attributes.as_ref().map_or(1, |a| num(a, "used")),
+            }),
+            Err(SdkError::ServiceError(se)) => match se.err() {
+                aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(c) => {
+                    Ok(FreeClaim::Exhausted {
+                        used: c.item().map_or(limit, |i| num(i, "used")),
+                    })
+                }
+                _ => Err(classify(SdkError::ServiceError(se))),
+            },
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    /// The items recording an outcome: the agent's counts, the outcome row and, for a signed
+    /// deliverable, its once-only marker (the third item).
+    fn outcome_items(&self, o: &Outcome) -> Result<Vec<TransactWriteItem>, StoreError> {
+        let counter = if o.passed() { "passes" } else { "fails" };
+        let stats = Update::builder()
+            .table_name(&self.table)
+            .key("pk", s(agent_key(&o.agent_id)))
+            .key("sk", s("STATS"))
+            .update_expression(
+                "ADD #c :one, #paid :paid, #checks :checks \
+                 SET #first = if_not_exists(#first, :at), #last = :at",
+            )
+            .expression_attribute_names("#c", counter)
+            .expression_attribute_names("#paid", "paid")
+            .expression_attribute_names("#checks", "checks")
+            .expression_attribute_values(":paid", n(u64::from(o.paid)))
+            .expression_attribute_values(":checks", n(o.checks))
+            .expression_attribute_names("#first", "first_seen")
+            .expression_attribute_names("#last", "last_seen")
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":at", s(&o.verified_at))
+            .build()
+            .map_err(backend)?;
+        let item = Put::builder()
+            .table_name(&self.table)
+            .item("pk", s(agent_key(&o.agent_id)))
+            .item(
+                "sk",
+                s(format!("OUT#{}#{}", o.verified_at, o.verification_id)),
+            )
+            .item("result", s(&o.result))
+            .item("verified_at", s(&o.verified_at))
+            .item("verification_id", s(&o.verification_id))
+            .item("paid", AttributeValue::Bool(o.paid))
+            .item("checks", n(o.checks))
+            .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .map_err(backend)?;
+        let mut items = vec![
+            TransactWriteItem::builder().update(stats).build(),
+            TransactWriteItem::builder().put(item).build(),
+        ];
+        if let Some(d) = &o.signed_deliverable {
+            let marker = Put::builder()
+                .table_name(&self.table)
+                .item("pk", s(format!("DELIV#{d}")))
+                .item("sk", s("DELIV"))
+                .condition_expression("attribute_not_exists(pk)")
+                .build()
+                .map_err(backend)?;
+            items.push(TransactWriteItem::builder().put(marker).build());
+        }
+        Ok(items)
+    }
+
+    /// Run a transaction, retrying conflicts. `Ok(None)` when it committed;
+    /// `Ok(Some(reasons))` when a condition failed (the cancellation reasons, item by item).
+    async fn transact(
+        &self,
+        items: Vec<TransactWriteItem>,
+    ) -> Result<Option<Vec<(String, HashMap<String, AttributeValue>)>>, StoreError> {
+        for attempt in 0..CONFLICT_ATTEMPTS {
+            let token = uuid::Uuid::new_v4().to_string();
+            let sent = self
+                .client
+                .transact_write_items()
+                .set_transact_items(Some(items.clone()))
+                .client_request_token(token)
+                .send()
+                .await;
+            let err = match sent {
+                Ok(_) => return Ok(None),
+                Err(e) => e,
+            };
+            if let SdkError::ServiceError(se) = &err
+                && let aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(tc) = se.err()
+            {
+                let reasons: Vec<(String, HashMap<String, AttributeValue>)> = tc
+                    .cancellation_reasons()
+                    .iter()
+                    .map(|r| (r.code().unwrap_or("None").to_owned(), r.item().cloned().unwrap_or_default()))
+                    .collect();
+                let transient = reasons
+                    .iter()
+                    .any(|(code, _)| code == "TransactionConflict" || code.contains("Throttl"));
+                if !transient {
+                    return Ok(Some(reasons));
+                }
+                backoff(attempt).await;
+                continue;
+            }
+            if let SdkError::ServiceError(se) = &err
+                && aws_sdk_dynamodb::error::ProvideErrorMetadata::code(se.err())
+                    == Some("TransactionInProgressException")
+            {
+                backoff(attempt).await;
+                continue;
+            }
+            return Err(classify(err));
+        }
+        Err(StoreError::Unavailable)
+    }
+}
+
+#[async_trait]
+impl Store for DynamoStore {
+    async fn claim_free(
+        &self,
+        client: &str,
+        day: &str,
+        limit: u64,
+        outcome: Option<Outcome>,
+    ) -> Result<FreeClaim, StoreError> {
+        let update = self.allowance_update(client, day, limit)?;
+        let Some(o) = outcome else {
+            return self.claim_allowance(update, limit).await;
+        };
+        let mut items = vec![TransactWriteItem::builder().update(update.clone()).build()];
+        items.extend(self.outcome_items(&o)?);
+        match self.transact(items).await? {
+            None => {
+                // Committed; read the new count for the headers (consistent).
+                let used = self.free_used(client, day).await.unwrap_or(1);
+                Ok(FreeClaim::Granted { used })
+            }
+            Some(reasons) => match reasons.first() {
+                Some((code, item)) if code == "ConditionalCheckFailed" => {
+                    Ok(FreeClaim::Exhausted {
+                        used: if item.is_empty() {
+                            limit
+                        } else {
+                            num(item, "used")
+                        },
+                    })
+                }
+                // The signed deliverable was recorded before: the call is granted, its outcome
+                // is not counted twice.
+                _ if deliverable_seen(&reasons, 1) => self.claim_allowance(update, limit).await,
+                _ => Err(StoreError::Backend(format!(
+                    "transaction cancelled: {:?}",
+                    reasons.iter().map(|r| &r.0).collect::<Vec<_>>()
+                ))),
+            },
+        }
+    }
+
+    async fn free_used(&self, client: &str, day: &str) -> Result<u64, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(allowance_key(client, day)))
+            .key("sk", s("ALLOW"))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        Ok(out.item.as_ref().map_or(0, |i| num(i, "used")))
+    }
+
+    async fn record(&self, outcome: Outcome) -> Result<(), StoreError> {
+        match self.transact(self.outcome_items(&outcome)?).await? {
+            None => Ok(()),
+            Some(reasons) if deliverable_seen(&reasons, 0) => Ok(()),
+            Some(reasons) => Err(StoreError::Backend(format!(
+                "transaction cancelled: {:?}",
+                reasons.iter().map(|r| &r.0).collect::<Vec<_>>()
+            ))),
+        }
+    }
+
+    async fn history(&self, agent_id: &str, recent: usize) -> Result<AgentHistory, StoreError> {
+        let stats = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(agent_key(agent_id)))
+            .key("sk", s("STATS"))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        let Some(item) = stats.item else {
+            return Ok(AgentHistory::default());
+        };
+        let mut list = Vec::new();
+        if recent > 0 {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND begins_with(sk, :out)")
+                .expression_attribute_values(":pk", s(agent_key(agent_id)))
+                .expression_attribute_values(":out", s("OUT#"))
+                .scan_index_forward(false)
+                .limit(i32::try_from(recent).unwrap_or(i32::MAX))
+                .consistent_read(true)
+                .send()
+                .await
+                .map_err(classify)?;
+            for o in out.items.unwrap_or_default() {
+                list.push(Outcome {
+                    agent_id: agent_id.to_owned(),
+                    verification_id: text(&o, "verification_id").unwrap_or_default(),
+                    result: text(&o, "result").unwrap_or_default(),
+                    verified_at: text(&o, "verified_at").unwrap_or_default(),
+                    signed_deliverable: None,
+                    paid: matches!(o.get("paid"), Some(AttributeValue::Bool(true))),
+                    checks: num(&o, "checks"),
+                });
+            }
+        }
+        Ok(AgentHistory {
+            passes: num(&item, "passes"),
+            fails: num(&item, "fails"),
+            paid: num(&item, "paid"),
+            checks: num(&item, "checks"),
+            first_seen: text(&item, "first_seen"),
+            last_seen: text(&item, "last_seen"),
+            recent: list,
+        })
+    }
+
+    async fn claim_payment(&self, key: &str, keep_until: i64) -> Result<bool, StoreError> {
+        self.put_if_absent(HashMap::from([
+            ("pk".to_owned(), s(format!("PAY#{key}"))),
+            ("sk".to_owned(), s("PAY")),
+            ("state".to_owned(), s(PaymentState::Claimed.as_str())),
+            ("expires_at".to_owned(), n(keep_until)),
+        ]))
+        .await
+    }
+
+    async fn advance_payment(
+        &self,
+        key: &str,
+        from: PaymentState,
+        to: PaymentState,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(format!("PAY#{key}")))
+            .key("sk", s("PAY"))
+            .update_expression("SET #state = :to")
+            .condition_expression("#state = :from")
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":from", s(from.as_str()))
+            .expression_attribute_values(":to", s(to.as_str()))
+            .send()
+            .await;
+        applied(result, |e| {
+            matches!(
+                e,
+                aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(_)
+            )
+        })
+    }
+
+    async fn release_payment(&self, key: &str) -> Result<(), StoreError> {
+        self.client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", s(format!("PAY#{key}")))
+            .key("sk", s("PAY"))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+
+    async fn paid_answer(&self, id: &str, now: i64) -> Result<Option<PaidAnswer>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(format!("PAYID#{id}")))
+            .key("sk", s("ANSWER"))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(classify)?;
+        let Some(item) = out.item else {
+            return Ok(None);
+        };
+        // TTL deletion lags expiry by up to days: an expired item is treated as gone.
+        if i64::try_from(num(&item, "expires_at")).unwrap_or(0) <= now {
+            return Ok(None);
+        }
+        let text = |name: &str| {
+            item.get(name)
+                .and_then(|v| v.as_s().ok())
+                .cloned()
+                .ok_or_else(|| StoreError::Backend(format!("paid answer without {name}")))
+        };
+        Ok(Some(PaidAnswer {
+            fingerprint: text("fingerprint")?,
+            body: text("body")?,
+            settlement: text("settlement")?,
+        }))
+    }
+
+    async fn keep_paid_answer(
+        &self,
+        id: &str,
+        answer: &PaidAnswer,
+        keep_until: i64,
+    ) -> Result<(), StoreError> {
+        self.put_if_absent(HashMap::from([
+            ("pk".to_owned(), s(format!("PAYID#{id}"))),
+            ("sk".to_owned(), s("ANSWER")),
+            ("fingerprint".to_owned(), s(answer.fingerprint.clone())),
+            ("body".to_owned(), s(answer.body.clone())),
+            ("settlement".to_owned(), s(answer.settlement.clone())),
+            ("expires_at".to_owned(), n(keep_until)),
+        ]))
+        .await
+        .map(|_| ())
+    }
+}
+
+/// Whether a cancelled transaction failed only on a signed deliverable's once-only marker:
+/// `first` is the index of the outcome's first item (the marker is two after it).
+fn deliverable_seen(reasons: &[(String, HashMap<String, AttributeValue>)], first: usize) -> bool {
+    reasons
+        .iter()
+        .enumerate()
+        .all(|(i, (code, _))| (code == "ConditionalCheckFailed") == (i == first + 2))
+        && reasons.len() > first + 2
+}

@@ -1,0 +1,164 @@
+//! The storage port: the free allowance, the per-agent history and the payment replay guard.
+//! Two adapters implement it beside the service: the embedded store (`verifier-store-embedded`,
+//! the local server) and DynamoDB (`verifier-store-dynamo`, production); [`super::no_table`] is
+//! the store of a function with no table.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// Days an allowance row is kept after its day (DynamoDB's TTL removes it then; the embedded
+/// store drops it once claims are made on a later day still).
+pub const ALLOWANCE_KEEP_DAYS: i64 = 2;
+
+/// One verification's outcome, as an agent's history keeps it (no task content).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub agent_id: String,
+    pub verification_id: String,
+    /// `pass` or `fail`.
+    pub result: String,
+    pub verified_at: String,
+    /// For a key-based agent, its signed deliverable (SHA-256 of the signed message: agent,
+    /// task, output): an outcome for a deliverable already recorded is not recorded again, so
+    /// one signature counts once however often it is submitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_deliverable: Option<String>,
+    /// Whether the verification was paid for (not a free call).
+    #[serde(default)]
+    pub paid: bool,
+    /// The checks the verification ran (at least 1: a verification that checked nothing is
+    /// never recorded).
+    #[serde(default)]
+    pub checks: u64,
+}
+
+impl Outcome {
+    /// Whether the verification passed.
+    pub fn passed(&self) -> bool {
+        self.result == "pass"
+    }
+}
+
+/// The answer of a free-allowance claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FreeClaim {
+    /// Granted; `used` counts this call.
+    Granted { used: u64 },
+    /// The day's allowance is spent; nothing was recorded.
+    Exhausted { used: u64 },
+}
+
+/// An agent's pass/fail counts and most recent outcomes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentHistory {
+    pub passes: u64,
+    pub fails: u64,
+    /// Of the counted verifications, how many were paid for.
+    pub paid: u64,
+    /// The checks all counted verifications ran together.
+    pub checks: u64,
+    pub first_seen: Option<String>,
+    pub last_seen: Option<String>,
+    /// Newest first.
+    pub recent: Vec<Outcome>,
+}
+
+/// A settled paid answer kept under its x402 payment identifier, so a client whose answer was
+/// lost can get it again without paying twice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaidAnswer {
+    /// What must match for the answer to be returned (see `payments::identifier::fingerprint`).
+    pub fingerprint: String,
+    /// The response body as it was answered (JSON).
+    pub body: String,
+    /// The settlement response (`PAYMENT-RESPONSE`), as JSON.
+    pub settlement: String,
+}
+
+/// Where a claimed payment stands. A claim starts `Claimed`; it is `Settling` while the
+/// facilitator settles it, `Settled` once it did. A claim that never reached settlement is
+/// released (forgotten); one whose settlement outcome is unknown stays `Settling`, so the same
+/// payment sent again can take it over ([`Store::advance_payment`]) instead of being a replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PaymentState {
+    Claimed,
+    Settling,
+    Settled,
+}
+
+impl PaymentState {
+    /// The name stored for the state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaymentState::Claimed => "claimed",
+            PaymentState::Settling => "settling",
+            PaymentState::Settled => "settled",
+        }
+    }
+}
+
+/// Store failures; all are retryable from the caller's point of view.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The backend is busy or briefly unreachable.
+    #[error("the store is temporarily unavailable")]
+    Unavailable,
+    /// The backend failed.
+    #[error("the store failed: {0}")]
+    Backend(String),
+}
+
+/// The free allowance and agent history.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Claim one free call for `client` on `day` if fewer than `limit` were used, and record
+    /// `outcome` in the same atomic step. Exhausted claims record nothing.
+    async fn claim_free(
+        &self,
+        client: &str,
+        day: &str,
+        limit: u64,
+        outcome: Option<Outcome>,
+    ) -> Result<FreeClaim, StoreError>;
+
+    /// Free calls `client` used on `day`.
+    async fn free_used(&self, client: &str, day: &str) -> Result<u64, StoreError>;
+
+    /// Record a paid verification's outcome.
+    async fn record(&self, outcome: Outcome) -> Result<(), StoreError>;
+
+    /// An agent's history with up to `recent` newest outcomes.
+    async fn history(&self, agent_id: &str, recent: usize) -> Result<AgentHistory, StoreError>;
+
+    /// Claim a payment's identity (network, payer and nonce or transaction) once, in state
+    /// `Claimed`, keeping it until `keep_until` (unix seconds). `Ok(false)` when it was
+    /// claimed before.
+    async fn claim_payment(&self, key: &str, keep_until: i64) -> Result<bool, StoreError>;
+
+    /// Move a claimed payment from state `from` to `to` if it is in `from` (one caller wins a
+    /// race); `Ok(false)` when it is not (another state, or no claim). A claim made before
+    /// payment states existed counts as settled.
+    async fn advance_payment(
+        &self,
+        key: &str,
+        from: PaymentState,
+        to: PaymentState,
+    ) -> Result<bool, StoreError>;
+
+    /// Forget a payment claimed by [`Store::claim_payment`] that was never settled, so the
+    /// same payment can be sent again. Forgetting an unknown key is not an error.
+    async fn release_payment(&self, key: &str) -> Result<(), StoreError>;
+
+    /// The answer kept under payment identifier `id`, unless none is or it expired before `now`
+    /// (unix seconds).
+    async fn paid_answer(&self, id: &str, now: i64) -> Result<Option<PaidAnswer>, StoreError>;
+
+    /// Keep `answer` under `id` until `keep_until` (unix seconds). The first answer kept under
+    /// an id stays; keeping another is a no-op.
+    async fn keep_paid_answer(
+        &self,
+        id: &str,
+        answer: &PaidAnswer,
+        keep_until: i64,
+    ) -> Result<(), StoreError>;
+}

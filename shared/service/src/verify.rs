@@ -1,0 +1,349 @@
+//! One verification, priced before it runs.
+//!
+//! The order (README, "What a request costs"):
+//! 1. The request is parsed and validated (an invalid one is a 422); a large body on a worker of
+//!    the bounded pool.
+//! 2. Without a payment, the price is decided before any work that reads the output: a body over
+//!    the free size limit, or a client whose allowance is spent (one store read), gets its 402 at
+//!    once — after a static screen of the schema, so an invalid schema is still a 422, but
+//!    nothing is compiled or cached (a body over the free size limit is checked in place, its
+//!    output never built).
+//! 3. Otherwise the schema is compiled (cached) and the whole verification priced under the
+//!    unpaid ceiling ([`super::pricing`]); past it the request goes to payment, or is a 422 when
+//!    no payment could buy it.
+//! 4. The checks run, then the free call is claimed and the outcome recorded in one atomic
+//!    step (a lost race wastes one bounded computation and never serves a free answer twice);
+//!    a verification alone in the process signs its report while the store makes that step.
+//!
+//! With a payment, its local checks come first (no network), then the same pricing under the
+//! unpaid ceiling; a request dearer than that is priced under the paid ceiling only after the
+//! facilitator has verified the payment (so only a funded payer can buy that work), and any
+//! refusal after the claim gives the payment back.
+
+use super::paid::{admit, charge, demand, inspect, recall};
+use super::pool::Share;
+use super::pricing::{HEAVY_BODY_BYTES, Refused, price, second_look};
+use super::unpaid::{allowance_spent, over_free_budget, over_free_size, screen, trial};
+use super::{Reply, Resource, Services};
+pub use crate::call::{VerifyCall, store_error};
+use crate::errors::ApiError;
+use crate::payments::PaymentInput;
+use bytes::Bytes;
+use std::sync::Arc;
+use verifier_engine::Unsigned;
+use verifier_engine::engine::over_budget_problem;
+use verifier_engine::request::VerifyRequest;
+use verifier_ports::clock::{next_utc_midnight, rfc3339_seconds, utc_day};
+use verifier_ports::store::{FreeClaim, Outcome};
+
+/// The description paid verifications carry in PaymentRequired.
+pub const DESCRIPTION: &str =
+    "Verify an AI agent's JSON output against a JSON Schema and business rules; signed receipt";
+
+/// A REST verification as received, before parsing.
+pub struct BodyCall<'a, 's> {
+    /// The caller's address (the allowance is per address).
+    pub client: &'a str,
+    /// The body as received (not empty: an empty POST is a [`probe`]).
+    pub body: Bytes,
+    pub payment: &'a PaymentInput,
+    pub resource: Resource,
+    /// The client's share of the pool, taken before a large body was read.
+    pub share: Option<Share<'s>>,
+}
+
+/// Run a REST verification: parse the body (on a pool worker when it is large), then the call.
+/// A body over the free size limit without a payment is checked in place and answered with a
+/// 402 (or its 422) without building its output.
+pub async fn verify_body<'s>(s: &'s Arc<Services>, call: BodyCall<'_, 's>) -> Reply {
+    let slot = if call.body.len() > HEAVY_BODY_BYTES {
+        let share = match call.share {
+            Some(share) => Ok(share),
+            None => s.pool.share_waiting(call.client).await,
+        };
+        match share {
+            Ok(share) => match share.worker().await {
+                Ok(slot) => Some(slot),
+                Err(e) => return Reply::Error(e),
+            },
+            Err(e) => return Reply::Error(e),
+        }
+    } else {
+        None
+    };
+    if !call.payment.is_present() && call.body.len() > s.config.free_body_limit {
+        let (worker_s, body) = (s.clone(), call.body.clone());
+        let checked = move || {
+            let schema = worker_s
+                .engine
+                .screen_body(&body, worker_s.config.free_body_limit)
+                .map_err(|invalid| ApiError::InvalidRequest(invalid.problems))?;
+            match schema {
+                Some(schema) => screen(&worker_s, &schema),
+                None => Ok(()),
+            }
+        };
+        let checked = match &slot {
+            Some(slot) => slot.run(checked).await.and_then(|r| r),
+            None => checked(),
+        };
+        return match checked {
+            Ok(()) => over_free_size(s, call.client, &call.resource).await,
+            Err(e) => Reply::Error(e),
+        };
+    }
+    let parsed = match &slot {
+        Some(slot) => {
+            let (worker_s, body) = (s.clone(), call.body.clone());
+            slot.run(move || worker_s.engine.parse(&body))
+                .await
+                .map(|parsed| parsed.map_err(|e| ApiError::InvalidRequest(e.problems)))
+                .and_then(|r| r)
+        }
+        None => s
+            .engine
+            .parse(&call.body)
+            .map_err(|e| ApiError::InvalidRequest(e.problems)),
+    };
+    let request = match parsed {
+        Ok(request) => Arc::new(request),
+        Err(e) => return Reply::Error(e),
+    };
+    let reply = verify_in(
+        s,
+        VerifyCall {
+            client: call.client,
+            request: request.clone(),
+            body_len: call.body.len(),
+            payment: call.payment,
+            resource: call.resource,
+        },
+        slot,
+    )
+    .await;
+    if matches!(reply, Reply::Answer(_)) {
+        s.engine.remember_schema(&call.body, &request);
+    }
+    reply
+}
+
+/// Run a verification call whose request is parsed already (MCP).
+pub async fn verify(s: &Arc<Services>, call: VerifyCall<'_>) -> Reply {
+    verify_in(s, call, None).await
+}
+
+async fn verify_in<'s>(
+    s: &'s Arc<Services>,
+    call: VerifyCall<'_>,
+    slot: Option<super::pool::Slot<'s>>,
+) -> Reply {
+    let _counted = s.in_flight.enter();
+    if call.payment.is_present() {
+        return paid(s, &call, slot).await;
+    }
+    if call.body_len > s.config.free_body_limit {
+        if let Err(e) = screen(s, &call.request.expected_schema) {
+            return Reply::Error(e);
+        }
+        return over_free_size(s, call.client, &call.resource).await;
+    }
+    let now = s.clock.now();
+    let day = utc_day(now);
+    let used = match s.store.free_used(call.client, &day).await {
+        Ok(used) => used,
+        Err(e) => return Reply::Error(store_error(e)),
+    };
+    if used >= s.config.free_per_day {
+        if let Err(e) = screen(s, &call.request.expected_schema) {
+            return Reply::Error(e);
+        }
+        return allowance_spent(s, &call.resource, used);
+    }
+    let priced = match price(s, &call, s.config.budgets.unpaid, slot).await {
+        Ok(p) => p,
+        Err(Refused::Over(over)) => {
+            let over = second_look(s, &call, over);
+            return over_free_budget(s, &call.resource, used, over);
+        }
+        Err(Refused::Invalid(e) | Refused::Error(e)) => return Reply::Error(e),
+    };
+    let checked = match priced.check(s, &call.request, call.client, now).await {
+        Ok(checked) => checked,
+        Err(Refused::Over(over)) => return over_free_budget(s, &call.resource, used, over),
+        Err(Refused::Invalid(e) | Refused::Error(e)) => return Reply::Error(e),
+    };
+    let outcome = outcome_of(&call.request, checked.report(), false);
+    let claim = s
+        .store
+        .claim_free(call.client, &day, s.config.free_per_day, outcome);
+    let (claimed, signed) = if s.in_flight.alone() {
+        // Alone, the claim goes to the store first (`biased`: its first poll hands it over)
+        // and the report is signed while the store writes it. Signing our own report fails
+        // only by a bug; the free call it claimed is then spent, and the caller is told it is
+        // our failure.
+        tokio::join!(biased; claim, checked.sign(s))
+    } else {
+        // Among other verifications the report is signed first, so the claim joins theirs in
+        // one group commit rather than starting a group of its own.
+        match checked.sign(s).await {
+            Ok(v) => (claim.await, Ok(v)),
+            Err(refused) => return Reply::Error(refusal_error(refused)),
+        }
+    };
+    let v = match signed {
+        Ok(v) => v,
+        Err(refused) => return Reply::Error(refusal_error(refused)),
+    };
+    match claimed {
+        Ok(FreeClaim::Granted { used }) => Reply::Answer(super::Answer {
+            body: v.body,
+            billing: super::Billing::Free {
+                remaining: s.config.free_per_day.saturating_sub(used),
+                limit: s.config.free_per_day,
+                resets_at: rfc3339_seconds(next_utc_midnight(now)),
+            },
+        }),
+        Ok(FreeClaim::Exhausted { used }) => allowance_spent(s, &call.resource, used),
+        Err(e) => Reply::Error(store_error(e)),
+    }
+}
+
+/// The `free_trial` object of a 402 for `client` now (one store read; an unavailable store
+/// reads as nothing used).
+async fn trial_now(s: &Services, client: &str) -> serde_json::Value {
+    let used = s
+        .store
+        .free_used(client, &utc_day(s.clock.now()))
+        .await
+        .unwrap_or(0);
+    trial(s, used)
+}
+
+/// A paid verification.
+async fn paid<'s>(
+    s: &'s Arc<Services>,
+    call: &VerifyCall<'_>,
+    slot: Option<super::pool::Slot<'s>>,
+) -> Reply {
+    let price_units = s.config.price_verify_units;
+    // The payment's own checks come first: junk costs no store read.
+    let inspected = match inspect(s, call.payment, price_units) {
+        Ok(i) => i,
+        Err(e) => {
+            let free_trial = trial_now(s, call.client).await;
+            return demand(
+                s,
+                price_units,
+                &call.resource,
+                Some(e),
+                None,
+                Some(free_trial),
+            );
+        }
+    };
+    let kept = match recall(s, &inspected, &call.resource, || {
+        // The request document `request_hash` covers, and the answer's detail level.
+        let req = &*call.request;
+        let mut doc = format!("{:?}\n", req.detail).into_bytes();
+        let output = verifier_receipt::canonical::value_to_jcs(&req.submitted_output);
+        verifier_receipt::hashes::write_request_document(&mut doc, &req.hash_input(), &output);
+        doc
+    })
+    .await
+    {
+        Ok(kept) => kept,
+        Err(answered) => return answered,
+    };
+    let now = s.clock.now();
+    let free_trial = trial_now(s, call.client).await;
+    let checked = match admit(
+        s,
+        inspected,
+        price_units,
+        &call.resource,
+        Some(free_trial.clone()),
+    ) {
+        Ok(c) => c,
+        Err(demand) => return *demand,
+    };
+    let budgets = s.config.budgets;
+    // Within the unpaid ceiling, everything is known before the facilitator is asked.
+    let cheap = match price(s, call, budgets.unpaid, slot).await {
+        Ok(priced) => Some(priced),
+        Err(Refused::Over(over)) => {
+            let over = second_look(s, call, over);
+            if over.past(budgets.paid) {
+                return Reply::Error(ApiError::InvalidRequest(vec![over_budget_problem(&over)]));
+            }
+            None
+        }
+        Err(Refused::Invalid(e) | Refused::Error(e)) => return Reply::Error(e),
+    };
+    charge(
+        s,
+        call.client,
+        &checked,
+        kept,
+        price_units,
+        &call.resource,
+        Some(free_trial),
+        || async move {
+            let priced = match cheap {
+                Some(priced) => priced,
+                // Dearer work is priced under the paid ceiling once the payment is verified.
+                None => price(s, call, budgets.paid, None)
+                    .await
+                    .map_err(refusal_error)?,
+            };
+            let checked = priced
+                .check(s, &call.request, call.client, now)
+                .await
+                .map_err(refusal_error)?;
+            let outcome = outcome_of(&call.request, checked.report(), true);
+            let v = checked.sign(s).await.map_err(refusal_error)?;
+            Ok((v.body, outcome))
+        },
+    )
+    .await
+}
+
+/// A refusal after the request was priced, as the caller's error: over the ceiling it was
+/// priced under is the caller's problem (422).
+fn refusal_error(r: Refused) -> ApiError {
+    match r {
+        Refused::Over(over) => ApiError::InvalidRequest(vec![over_budget_problem(&over)]),
+        Refused::Invalid(e) | Refused::Error(e) => e,
+    }
+}
+
+/// The outcome a verification adds to its agent's history: none for `test-` or absent IDs,
+/// and none for a verification that checked nothing (a schema asserting nothing, no rule, no
+/// bound): it is evidence of nothing, so it cannot move a score.
+fn outcome_of(req: &VerifyRequest, v: &Unsigned, paid: bool) -> Option<Outcome> {
+    (req.records_history() && v.checks() > 0).then(|| Outcome {
+        agent_id: req.agent_id.clone().unwrap_or_default(),
+        verification_id: v.verification_id().to_owned(),
+        result: if v.passed() { "pass" } else { "fail" }.into(),
+        verified_at: v.verified_at().to_owned(),
+        signed_deliverable: v.signed_deliverable().map(str::to_owned),
+        paid,
+        checks: u64::try_from(v.checks()).unwrap_or(u64::MAX),
+    })
+}
+
+/// The 402 an empty verification POST (an x402 discovery probe) gets.
+pub async fn probe(s: &Services, client: &str, resource: Resource) -> Reply {
+    let used = s
+        .store
+        .free_used(client, &utc_day(s.clock.now()))
+        .await
+        .unwrap_or(0);
+    demand(
+        s,
+        s.config.price_verify_units,
+        &resource,
+        None,
+        None,
+        Some(trial(s, used)),
+    )
+}
