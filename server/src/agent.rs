@@ -1,6 +1,6 @@
 //! `verifier agent`: what a seller runs to make a key-based agent identity (`did:key`, Ed25519)
 //! and to sign a deliverable, so that a buyer's verification counts toward that identity's
-//! history and no one else's can (README, "Trust score").
+//! history and no one else's can (docs/trust-score.md).
 
 use crate::cli::{AgentKeygenOpts, AgentSignOpts};
 use crate::keyfile::{refuse_shared, write_private};

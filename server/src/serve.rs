@@ -168,7 +168,7 @@ fn init_logging(format: &str) {
 
 /// The request threads: as asked, else one per CPU less the one the store's writer thread
 /// needs (at least one). On two CPUs one request thread serves as many calls per second as two
-/// and halves the p99 latency (README, Performance).
+/// and halves the p99 latency (docs/performance.md).
 pub fn worker_threads(asked: Option<u16>) -> usize {
     match asked {
         Some(n) => usize::from(n),

@@ -127,8 +127,8 @@ fn short(s: &Services, out: &mut String) {
          2. Remove `attestation` from the response; call the rest R.\n\
          3. Build `{{\"context\": C, \"algorithm\": \"Ed25519\", \"key_version\": attestation.key_version, \"attested_at\": attestation.timestamp, \"response\": R}}` with C = `json-schema-verifier/verify-schema-attestation/v1` for verifications and `json-schema-verifier/trust-score-attestation/v1` for scores.\n\
          4. Canonicalize it with RFC 8785 (JCS) and check the base64 `attestation.signature` with Ed25519 over those bytes.\n\
-         5. Optionally recompute `output_hash`, `schema_hash`, `rules_hash` (SHA-256 of the JCS of `submitted_output`, `expected_schema`, `{{\"bounds\", \"rules\"}}` as sent); `verified_at` equals `attestation.timestamp`.\n\n\
-         Offline, with this project's CLI: `verifier receipt verify RESPONSE.json --agent-card {}`.\n",
+         5. Check that it is about what you hold: recompute `output_hash`, `schema_hash`, `rules_hash` (SHA-256 of the JCS of `submitted_output`, `expected_schema`, `{{\"bounds\", \"rules\"}}` as sent) and, in a full receipt, `request_hash`; `verified_at` equals `attestation.timestamp`. A signature alone only proves the service signed it: required for any receipt you did not request yourself (a seller can attach a genuine receipt for another output, a laxer schema or other rules).\n\n\
+         Offline, with this project's CLI: `verifier receipt verify RESPONSE.json --agent-card {} --request REQUEST.json`; in Python, `agent_output_verifier.verify_receipt(response, card, request=request)`.\n",
         c.url("/.well-known/agent-card.json"),
         c.url("/.well-known/agent-card.json")
     );

@@ -11,7 +11,7 @@
 //!
 //! `cargo test --release -p verifier-engine --test cost_search -- --nocapture` runs the short
 //! search of the test command (a fixed seed); `COST_SEARCH_CASES=20000
-//! COST_SEARCH_SEED=<n>` a long one (README, "The cost model").
+//! COST_SEARCH_SEED=<n>` a long one (docs/cost-model.md).
 
 mod measure;
 

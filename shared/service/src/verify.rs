@@ -1,6 +1,6 @@
 //! One verification, priced before it runs.
 //!
-//! The order (README, "What a request costs"):
+//! The order (docs/cost-model.md):
 //! 1. The request is parsed and validated (an invalid one is a 422); a large body on a worker of
 //!    the bounded pool.
 //! 2. Without a payment, the price is decided before any work that reads the output: a body over

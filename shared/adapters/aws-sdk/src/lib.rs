@@ -50,7 +50,7 @@ pub fn sdk_timeouts() -> aws_config::timeout::TimeoutConfig {
 /// proxy from the environment, the SDK's timeouts and sleep — trusting Mozilla's roots. The
 /// default trusts the system's roots, which it reads and parses at every cold start: the
 /// certificate file and then every file of the certificate directory (on Debian 292 files;
-/// a function's init is about 0.5 ms shorter without them, README "On Lambda").
+/// a function's init is about 0.5 ms shorter without them, docs/performance.md, "On Lambda").
 pub fn aws_https_client() -> Result<aws_smithy_runtime_api::client::http::SharedHttpClient, TlsError>
 {
     let context = TlsContext::builder()

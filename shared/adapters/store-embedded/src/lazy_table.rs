@@ -4,7 +4,7 @@
 //! whether or not anything is written to it. A group of free claims writes four tables (the
 //! allowance, the agents, their outcomes and the journal's sequence number; five with a signed
 //! deliverable); opening the other five for it too cost about 6 µs of the writer's ~55 µs per
-//! group at one connection (README, "The answer before the B-tree commit").
+//! group at one connection (docs/performance.md, "The answer before the B-tree commit").
 
 use redb::{Key, Table, TableDefinition, TableError, Value, WriteTransaction};
 
