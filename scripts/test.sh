@@ -76,7 +76,7 @@ fi
 
 step "component smoke tests, the local chain, end-to-end tests with the real clients (the local server and the emulated Lambda deployment)"
 VERIFIER_BIN="$ROOT/target/release/verifier" "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
-  tests/components/test_components.py tests/docs tests/layout tests/x402 tests/e2e
+  tests/components/test_components.py tests/docs tests/layout tests/template tests/x402 tests/e2e
 
 step "the local server's end-to-end tests again, on DynamoDB Local"
 E2E_STORE=dynamodb VERIFIER_BIN="$ROOT/target/release/verifier" "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
