@@ -51,15 +51,20 @@ components_install
 (cd tests/x402 && if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then
   npm ci --no-audit --no-fund --silent; touch node_modules; fi)
 
-step "headless Chromium for the /docs check"
-if ! command -v chromium >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ]; then
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-      || echo "chromium could not be installed; the /docs browser test will fail"
-  else
-    echo "chromium is missing and this is not root: the /docs browser test will fail"
+step "Debian packages: headless Chromium (the /docs check), promtool (the metrics check)"
+# apt_install PACKAGE COMMAND [apt-get options]: install PACKAGE unless COMMAND exists (as root).
+apt_install() {
+  command -v "$2" >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" != 0 ]; then
+    echo "$2 is missing and this is not root: the test that needs it will fail"
+    return 0
   fi
-fi
+  [ -n "${apt_updated:-}" ] || { apt-get update -qq && apt_updated=1; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${@:3}" "$1" >/dev/null \
+    || echo "$1 could not be installed; the test that needs $2 will fail"
+}
+apt_install chromium chromium
+apt_install prometheus promtool --no-install-recommends
 
 step "start DynamoDB Local and moto"
 start_dynamodb_local
@@ -80,6 +85,6 @@ VERIFIER_BIN="$ROOT/target/release/verifier" "$VENV/bin/python" -m pytest -q -p 
 
 step "the local server's end-to-end tests again, on DynamoDB Local"
 E2E_STORE=dynamodb VERIFIER_BIN="$ROOT/target/release/verifier" "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
-  tests/e2e/test_sarnai_client.py tests/e2e/test_score.py tests/e2e/test_readme.py
+  tests/e2e/test_sarnai_client.py tests/e2e/test_score.py tests/e2e/test_readme.py tests/e2e/test_free_budget.py
 
 printf '\nall tests passed in %ss\n' "$(($(date +%s) - started))"

@@ -66,6 +66,7 @@ fn fixture() -> &'static Fixture {
             public_url: "http://127.0.0.1:8080".into(),
             // Every verification is free (a real, signed answer, not a 402)...
             free_per_day: 1 << 40,
+            free_total_per_day: 1 << 40,
             free_body_limit: 16 * 1024,
             hard_body_limit: 64 * 1024,
             pay_to_base: Some("0x1111111111111111111111111111111111111111".into()),

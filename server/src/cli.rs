@@ -114,6 +114,10 @@ pub struct ServeOpts {
     /// Free verifications per client address per UTC day.
     #[arg(long, env = "VERIFIER_FREE_ALLOWANCE_PER_DAY", default_value_t = 1000)]
     pub free_allowance_per_day: u64,
+    /// Free verifications per UTC day across all clients together; once spent, every free
+    /// verification is a 402 (`free_budget_exhausted`) until midnight UTC. 0: none are free.
+    #[arg(long, env = "VERIFIER_FREE_CALLS_TOTAL_PER_DAY", default_value_t = verifier_service::config::DEFAULT_FREE_TOTAL_PER_DAY)]
+    pub free_calls_total_per_day: u64,
     /// Bodies above this many bytes are never free (they go to payment).
     #[arg(long, env = "VERIFIER_FREE_BODY_LIMIT_BYTES", default_value_t = 65_536)]
     pub free_body_limit_bytes: usize,
@@ -191,9 +195,13 @@ pub struct ServeOpts {
     /// With `--durability periodic`: the longest time an answered call waits for its fsync.
     #[arg(long, env = "VERIFIER_SYNC_INTERVAL_MS", default_value_t = 50)]
     pub sync_interval_ms: u64,
-    /// Log format: `text` or `json`.
-    #[arg(long, env = "VERIFIER_LOG_FORMAT", default_value = "text")]
+    /// Log format: `json` (one object per line) or `text`.
+    #[arg(long, env = "VERIFIER_LOG_FORMAT", default_value = "json", value_parser = ["json", "text"])]
     pub log_format: String,
+    /// Serve the metrics as Prometheus text at `GET /metrics` on this address, a listener of
+    /// its own (never the public port). Off when not given.
+    #[arg(long, env = "VERIFIER_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
     /// Threads serving requests. Default: one per CPU less one (at least one), which leaves a
     /// CPU to the store's writer thread (group commit and fsync) and keeps the tail latency low.
     #[arg(long, env = "VERIFIER_WORKER_THREADS", value_parser = clap::value_parser!(u16).range(1..=1024))]

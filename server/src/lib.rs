@@ -6,6 +6,7 @@ pub mod chunk_watch;
 pub mod cli;
 pub mod keyfile;
 pub mod listener;
+pub mod metrics_listener;
 pub mod offline;
 pub mod serve;
 pub mod unread_body;

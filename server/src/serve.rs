@@ -4,9 +4,10 @@ use crate::cli::ServeOpts;
 use crate::keyfile;
 use axum::Router;
 use axum::extract::{ConnectInfo, MatchedPath, Request};
+use axum::http::HeaderValue;
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use function_common::respond::{self, PricePath};
+use function_common::respond::{self, ErrorCode, PricePath};
 use mcp_function::McpAccess;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -22,8 +23,10 @@ use verifier_service::ClientAddr;
 use verifier_service::Services;
 use verifier_service::config::ServiceConfig;
 use verifier_service::errors::ApiError;
+use verifier_service::metered::{MeteredFacilitator, MeteredStore};
 use verifier_service::payments::PaymentGate;
 use verifier_service::pool::{PoolConfig, WorkPool};
+use verifier_service::telemetry;
 use verifier_store_dynamo::DynamoStore;
 use verifier_store_embedded::{Durability, EmbeddedStore};
 
@@ -61,6 +64,7 @@ impl LocalServer {
             pool: WorkPool::new(self.pool),
             listings: Default::default(),
             in_flight: Default::default(),
+            free_budget: Default::default(),
         })
     }
 }
@@ -81,17 +85,21 @@ pub fn router(services: Arc<Services>, mcp: &McpAccess) -> Router {
         .merge(score_function::router(services.clone()))
         .merge(discovery_function::router(services))
         .route_layer(middleware::from_fn(log_request))
-        .fallback(move || not_found(config.clone()))
+        .fallback(move |req: Request| not_found(req, config.clone()))
         .layer(function_common::cors::layer())
         .layer(middleware::from_fn(client_address))
         .layer(middleware::map_response(respond::nosniff))
 }
 
-async fn not_found(config: Arc<ServiceConfig>) -> Response {
+async fn not_found(req: Request, config: Arc<ServiceConfig>) -> Response {
+    let started = Instant::now();
+    let method = method_label(req.method());
     let response = respond::error(&ApiError::NotFound, &config);
-    tracing::info!(route = "<none>", status = 404, "request");
-    response
+    finish(started, method, UNMATCHED, response)
 }
+
+/// The route label of a request no route matched.
+const UNMATCHED: &str = "unmatched";
 
 /// The client address is the socket peer, never a header the client sets.
 async fn client_address(mut req: Request, next: Next) -> Response {
@@ -102,29 +110,58 @@ async fn client_address(mut req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
-/// One log line per request: route, status, latency and price path; never a body.
+/// One log line and the request metrics per request, and its request ID in `x-request-id`.
 async fn log_request(req: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = method_label(req.method());
     let route = req
         .extensions()
         .get::<MatchedPath>()
-        .map(|p| p.as_str().to_owned())
-        .unwrap_or_default();
+        .map_or(UNMATCHED, |p| route_label(p.as_str()));
     let response = next.run(req).await;
+    finish(started, method, route, response)
+}
+
+/// A route table path as a label (the route table's own `&'static str`).
+fn route_label(matched: &str) -> &'static str {
+    verifier_service::routes::ROUTES
+        .iter()
+        .find(|r| r.path == matched)
+        .map_or(UNMATCHED, |r| r.path)
+}
+
+/// Count, log and tag an answered request: the log line names the request ID (also sent as
+/// `x-request-id`), method, route, status, duration, how it was paid and the error code; never
+/// a body, an agent ID, an address or a header the caller sent.
+fn finish(
+    started: Instant,
+    method: &'static str,
+    route: &'static str,
+    mut response: Response,
+) -> Response {
+    let elapsed = started.elapsed();
+    let status = response.status().as_u16();
+    telemetry::request(route, status, elapsed.as_secs_f64());
     let path = response
         .extensions()
         .get::<PricePath>()
         .copied()
         .unwrap_or(PricePath::NotCharged);
+    let code = response.extensions().get::<ErrorCode>().map_or("", |c| c.0);
+    let request_id = uuid::Uuid::new_v4().simple().to_string();
     tracing::info!(
+        request_id = %request_id,
         method,
-        route = %route,
-        status = response.status().as_u16(),
-        latency_us = started.elapsed().as_micros() as u64,
+        route,
+        status,
+        duration_us = elapsed.as_micros() as u64,
         price_path = path.as_str(),
+        code,
         "request"
     );
+    if let Ok(value) = HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert("x-request-id", value);
+    }
     response
 }
 
@@ -156,9 +193,11 @@ fn init_logging(format: &str) {
     if let Ok(quiet) = "rmcp=off".parse() {
         filter = filter.add_directive(quiet);
     }
+    // No ANSI colour codes where no terminal reads them.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_target(false);
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()));
     if format == "json" {
         builder.json().init();
     } else {
@@ -203,6 +242,15 @@ pub fn run(opts: ServeOpts) -> ExitCode {
 
 async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
     let keys = keyfile::load_or_create(&opts.data_dir)?;
+    // The metrics recorder comes first, so every count from the first request on is kept.
+    let metrics = match opts.metrics_listen {
+        Some(addr) => {
+            let handle = crate::metrics_listener::install()?;
+            let listener = tokio::net::TcpListener::bind(addr).await?;
+            Some((listener, handle))
+        }
+        None => None,
+    };
     let durability = if opts.durability == "periodic" {
         Durability::Periodic(std::time::Duration::from_millis(
             opts.sync_interval_ms.max(1),
@@ -224,6 +272,11 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
         }
         _ => Arc::new(EmbeddedStore::open_with(&opts.data_dir, durability)?),
     };
+    let store: Arc<dyn Store> = if metrics.is_some() {
+        Arc::new(MeteredStore(store))
+    } else {
+        store
+    };
     let listener = tokio::net::TcpListener::bind(opts.listen).await?;
     let hard_body_limit = opts.max_body_bytes as u64;
     let local = listener.local_addr()?;
@@ -235,6 +288,7 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
             .trim_end_matches('/')
             .to_owned(),
         free_per_day: opts.free_allowance_per_day,
+        free_total_per_day: opts.free_calls_total_per_day,
         free_body_limit: opts.free_body_limit_bytes.min(opts.max_body_bytes),
         hard_body_limit: opts.max_body_bytes,
         price_verify_units: opts.price_verify_units,
@@ -262,7 +316,14 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
         key_id: opts.facilitator_key_id.clone(),
         key_secret: opts.facilitator_key_secret.clone(),
     };
-    let payments = PaymentGate::new(settings.port()?, opts.solana_fee_payer.clone());
+    let facilitator = settings.port()?.map(|f| {
+        if metrics.is_some() {
+            Arc::new(MeteredFacilitator(f)) as Arc<dyn verifier_ports::facilitator::Facilitator>
+        } else {
+            f
+        }
+    });
+    let payments = PaymentGate::new(facilitator, opts.solana_fee_payer.clone());
     if payments.configured() {
         payments
             .refresh_supported(config.pay_to_solana.as_deref())
@@ -290,8 +351,36 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
             ..PoolConfig::default()
         },
     });
-    tracing::info!(listen = %local, data_dir = %opts.data_dir.display(), key_version = %key_version, "verifier listening");
+    telemetry::signing_key(&key_version);
+    let metrics_addr = match metrics {
+        Some((listener, handle)) => {
+            let addr = listener.local_addr()?;
+            tokio::spawn(async move {
+                if let Err(e) = crate::metrics_listener::serve(listener, handle, shutdown()).await {
+                    tracing::error!(error = %e, "the metrics listener failed");
+                }
+            });
+            Some(addr.to_string())
+        }
+        None => None,
+    };
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        listen = %local,
+        metrics = metrics_addr.as_deref().unwrap_or("off"),
+        store = %opts.store,
+        data_dir = %opts.data_dir.display(),
+        key_version = %key_version,
+        free_per_day = opts.free_allowance_per_day,
+        free_total_per_day = opts.free_calls_total_per_day,
+        free_body_limit_bytes = opts.free_body_limit_bytes.min(opts.max_body_bytes),
+        max_body_bytes = opts.max_body_bytes,
+        unpaid_cpu_ms = opts.unpaid_cpu_ms,
+        paid_cpu_ms = opts.paid_cpu_ms,
+        "verifier listening"
+    );
     crate::listener::serve(listener, app, hard_body_limit, shutdown()).await?;
+    tracing::info!("verifier stopped: connections drained");
     Ok(())
 }
 

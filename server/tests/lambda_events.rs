@@ -48,6 +48,7 @@ fn services_with(dir: &Path, free_per_day: u64) -> Arc<Services> {
         pool: verifier_service::pool::WorkPool::new(Default::default()),
         listings: Default::default(),
         in_flight: Default::default(),
+        free_budget: Default::default(),
     })
 }
 
@@ -67,6 +68,7 @@ fn without_table(s: &Services) -> Arc<Services> {
         pool: verifier_service::pool::WorkPool::new(Default::default()),
         listings: Default::default(),
         in_flight: Default::default(),
+        free_budget: Default::default(),
     })
 }
 

@@ -129,6 +129,10 @@ impl LambdaSettings {
         let config = ServiceConfig {
             public_url: String::new(),
             free_per_day: number("VERIFIER_FREE_ALLOWANCE_PER_DAY", defaults.free_per_day)?,
+            free_total_per_day: number(
+                "VERIFIER_FREE_CALLS_TOTAL_PER_DAY",
+                defaults.free_total_per_day,
+            )?,
             free_body_limit: (number(
                 "VERIFIER_FREE_BODY_LIMIT_BYTES",
                 defaults.free_body_limit as u64,
@@ -250,6 +254,7 @@ impl Init {
             }),
             listings: Default::default(),
             in_flight: Default::default(),
+            free_budget: Default::default(),
         }))
     }
 }

@@ -47,11 +47,17 @@ pub fn json(status: StatusCode, body: Vec<u8>, path: PricePath) -> Response {
     response
 }
 
-/// The §9 error response.
+/// The error code of an error response, recorded on it for the request log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrorCode(pub &'static str);
+
+/// The §9 error response (counted by its code).
 pub fn error(e: &ApiError, config: &ServiceConfig) -> Response {
+    verifier_service::telemetry::refusal(e.code());
     let body = serde_json::to_vec(&e.body(config)).unwrap_or_default();
     let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = json(status, body, PricePath::NotCharged);
+    response.extensions_mut().insert(ErrorCode(e.code()));
     if let Some(after) = e.retry_after() {
         response
             .headers_mut()

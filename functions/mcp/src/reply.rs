@@ -22,6 +22,7 @@ fn meta(entries: Map<String, Value>) -> Option<MetaObject> {
 
 /// An error in the one error shape, as an `isError` result.
 pub fn error(e: &ApiError, config: &ServiceConfig) -> CallToolResult {
+    verifier_service::telemetry::refusal(e.code());
     CallToolResult::structured_error(serde_json::to_value(e.body(config)).unwrap_or_default())
 }
 

@@ -72,6 +72,7 @@ fn services(keys: Arc<SsmKeys>, dir: &Path) -> Services {
         pool: verifier_service::pool::WorkPool::new(Default::default()),
         listings: Default::default(),
         in_flight: Default::default(),
+        free_budget: Default::default(),
     }
 }
 

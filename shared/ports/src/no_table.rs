@@ -3,7 +3,9 @@
 //! leave the DynamoDB client out. Every call fails as a backend error that says why: a route
 //! reaching it is served by the wrong function, and nothing is ever silently not stored.
 
-use crate::store::{AgentHistory, FreeClaim, Outcome, PaidAnswer, PaymentState, Store, StoreError};
+use crate::store::{
+    AgentHistory, FreeClaim, FreeLimit, Outcome, PaidAnswer, PaymentState, Store, StoreError,
+};
 use async_trait::async_trait;
 
 /// A store with no table behind it.
@@ -19,11 +21,11 @@ fn refused<T>() -> Result<T, StoreError> {
 
 #[async_trait]
 impl Store for NoTable {
-    async fn claim_free(
+    async fn claim_free_within(
         &self,
         _client: &str,
         _day: &str,
-        _limit: u64,
+        _limit: FreeLimit,
         _outcome: Option<Outcome>,
     ) -> Result<FreeClaim, StoreError> {
         refused()

@@ -44,8 +44,28 @@ impl Outcome {
 pub enum FreeClaim {
     /// Granted; `used` counts this call.
     Granted { used: u64 },
-    /// The day's allowance is spent; nothing was recorded.
+    /// The client's allowance for the day is spent; nothing was recorded.
     Exhausted { used: u64 },
+    /// The day's free budget across all clients is spent; nothing was recorded.
+    BudgetSpent,
+}
+
+/// How many free calls a day may grant: to one client, and to all clients together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FreeLimit {
+    pub per_client: u64,
+    /// The day's budget across all clients (none: no such budget).
+    pub total: Option<u64>,
+}
+
+impl FreeLimit {
+    /// A per-client limit and no total budget.
+    pub fn per_client(per_client: u64) -> Self {
+        FreeLimit {
+            per_client,
+            total: None,
+        }
+    }
 }
 
 /// An agent's pass/fail counts and most recent outcomes.
@@ -118,6 +138,20 @@ pub trait Store: Send + Sync {
         client: &str,
         day: &str,
         limit: u64,
+        outcome: Option<Outcome>,
+    ) -> Result<FreeClaim, StoreError> {
+        self.claim_free_within(client, day, FreeLimit::per_client(limit), outcome)
+            .await
+    }
+
+    /// Claim one free call for `client` on `day` if fewer than `limit.per_client` were used by
+    /// it and, with a total, fewer than `limit.total` by all clients together; record `outcome`
+    /// in the same atomic step (exact under concurrency). Refused claims record nothing.
+    async fn claim_free_within(
+        &self,
+        client: &str,
+        day: &str,
+        limit: FreeLimit,
         outcome: Option<Outcome>,
     ) -> Result<FreeClaim, StoreError>;
 

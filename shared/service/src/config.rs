@@ -18,6 +18,8 @@ pub struct ServiceConfig {
     pub public_url: String,
     /// Free verifications per client address per UTC day.
     pub free_per_day: u64,
+    /// Free verifications per UTC day across all clients together (0: none are free).
+    pub free_total_per_day: u64,
     /// Bodies above this many bytes are never free (they go to payment).
     pub free_body_limit: usize,
     /// Bodies above this many bytes are refused with 413.
@@ -53,11 +55,17 @@ pub fn cost_scale_ppm(text: &str) -> Option<u64> {
         .then(|| (scale * 1e6).round() as u64)
 }
 
+/// The default free budget across all clients per day: 100,000 free verifications cost at most
+/// 2,500 CPU-seconds at the unpaid ceiling (25 ms each), under 3 % of one CPU's day, or about
+/// $0.54 on Lambda at the $5.35 per million measured (docs/performance.md).
+pub const DEFAULT_FREE_TOTAL_PER_DAY: u64 = 100_000;
+
 impl Default for ServiceConfig {
     fn default() -> Self {
         ServiceConfig {
             public_url: "http://127.0.0.1:8080".into(),
             free_per_day: 1000,
+            free_total_per_day: DEFAULT_FREE_TOTAL_PER_DAY,
             free_body_limit: 64 * 1024,
             hard_body_limit: 1024 * 1024,
             price_verify_units: 20_000,

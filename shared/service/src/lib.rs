@@ -9,7 +9,8 @@
 //! - [`pool`]: the bounded pool of costly work ([`overruns`], [`cpu_watch`]);
 //! - [`payments`]: x402 v2 offers, local checks, the gate over a facilitator;
 //! - [`config`], [`errors`], [`routes`]: the deployment's settings, the one error shape, the
-//!   route table every router and document follows.
+//!   route table every router and document follows;
+//! - [`telemetry`]: the metrics, defined once.
 
 pub mod call;
 pub mod client;
@@ -17,8 +18,10 @@ pub mod config;
 pub mod cpu_watch;
 pub mod errors;
 pub mod examples;
+pub mod free_budget;
 pub mod in_flight;
 pub mod listings;
+pub mod metered;
 pub mod overruns;
 pub mod paid;
 pub mod payments;
@@ -26,6 +29,7 @@ pub mod pool;
 pub mod pricing;
 pub mod routes;
 pub mod score;
+pub mod telemetry;
 mod unpaid;
 pub mod verify;
 
@@ -72,6 +76,8 @@ pub struct Services {
     pub listings: listings::Listings,
     /// The verifications in progress (whether a store write may overlap its signature).
     pub in_flight: in_flight::InFlight,
+    /// The last day whose free budget this process saw spent.
+    pub free_budget: free_budget::SpentDay,
 }
 
 /// How an answered call was paid for.
@@ -94,6 +100,9 @@ pub enum Billing {
 pub struct Answer {
     pub body: Vec<u8>,
     pub billing: Billing,
+    /// A verification's verdict (passed or not); none for other calls and for a paid answer
+    /// delivered again.
+    pub verdict: Option<bool>,
 }
 
 /// A 402: what to pay, why the last payment (if any) failed, the caller's free allowance.

@@ -9,6 +9,7 @@ use crate::payments::{
     Authorized, Checked, Inspected, PaymentError, PaymentInput, SettleFailure, SettlementResponse,
     payment_required, resource,
 };
+use crate::telemetry;
 use serde_json::Value;
 use std::future::Future;
 use std::time::Duration;
@@ -18,8 +19,34 @@ use verifier_ports::store::{Outcome, PaidAnswer, PaymentState};
 /// even if the store stays unavailable (and the failure is logged).
 const RECORD_ATTEMPTS: u32 = 5;
 
+/// What paid work gives: the response body, the outcome to record, a verification's verdict.
+pub struct Work {
+    pub body: Vec<u8>,
+    pub outcome: Option<Outcome>,
+    pub verdict: Option<bool>,
+}
+
 /// A 402 for `amount`, with the reason a payment was refused and a failed settlement.
 pub fn demand(
+    s: &Services,
+    amount: u64,
+    res: &Resource,
+    error: Option<PaymentError>,
+    settlement: Option<crate::payments::SettlementResponse>,
+    free_trial: Option<Value>,
+) -> Reply {
+    // A payment refused before it matched an offer (the paid path counts the others with
+    // their offer's network).
+    if let Some(e) = &error
+        && settlement.is_none()
+    {
+        telemetry::payment("none", "refused", e.code());
+    }
+    uncounted_demand(s, amount, res, error, settlement, free_trial)
+}
+
+/// [`demand`] without counting its refusal (counted by the caller, which knows its network).
+fn uncounted_demand(
     s: &Services,
     amount: u64,
     res: &Resource,
@@ -76,6 +103,7 @@ pub async fn recall(
         Ok(Some(kept)) if kept.fingerprint == fingerprint => {
             match serde_json::from_str::<SettlementResponse>(&kept.settlement) {
                 Ok(settlement) => Err(Reply::Answer(Answer {
+                    verdict: None,
                     body: kept.body.into_bytes(),
                     billing: Billing::Paid(settlement),
                 })),
@@ -143,7 +171,7 @@ pub async fn charge<F, Fut>(
 ) -> Reply
 where
     F: FnOnce() -> Fut,
-    Fut: Future<Output = Result<(Vec<u8>, Option<Outcome>), ApiError>>,
+    Fut: Future<Output = Result<Work, ApiError>>,
 {
     let authorized = match s
         .payments
@@ -157,8 +185,13 @@ where
         Err(PaymentError::TooManyRefused { retry_after }) => {
             return Reply::Error(ApiError::TooManyRequests { retry_after });
         }
-        Err(e) => return demand(s, amount, res, Some(e), None, free_trial),
+        Err(e) => {
+            telemetry::payment(&checked.requirements.network, "refused", e.code());
+            return uncounted_demand(s, amount, res, Some(e), None, free_trial);
+        }
     };
+    let network = authorized.requirements.network.as_str();
+    telemetry::payment(network, "verified", "none");
     // Nothing moved in this attempt: a fresh claim is forgotten, a taken-over one goes back
     // to `settling` (its first attempt's outcome is still unknown).
     let authorized = &authorized;
@@ -167,11 +200,16 @@ where
             s.payments
                 .release(s.store.as_ref(), &authorized.replay_key)
                 .await;
+            telemetry::payment(&authorized.requirements.network, "released", "none");
         } else if !settling {
             let _ = advance(s, authorized, PaymentState::Claimed, PaymentState::Settling).await;
         }
     };
-    let (body, outcome) = match work().await {
+    let Work {
+        body,
+        outcome,
+        verdict,
+    } = match work().await {
         Ok(done) => done,
         Err(e) => {
             give_back(false).await;
@@ -192,12 +230,18 @@ where
                     s.payments
                         .release(s.store.as_ref(), &authorized.replay_key)
                         .await;
+                    telemetry::payment(network, "released", "none");
+                    telemetry::payment(network, "refused", e.code());
                     return demand(s, amount, res, Some(e), Some(settlement), free_trial);
                 }
-                Resumed::Unknown => return unavailable,
+                Resumed::Unknown => {
+                    telemetry::payment(network, "settlement_unknown", "none");
+                    return unavailable;
+                }
             }
         }
         Err(SettleFailure::Refused(e, settlement)) => {
+            telemetry::payment(network, "refused", e.code());
             give_back(true).await;
             return demand(s, amount, res, Some(e), Some(settlement), free_trial);
         }
@@ -206,8 +250,15 @@ where
             return unavailable;
         }
         // The claim stays `settling`: the same payment sent again takes it over.
-        Err(SettleFailure::Unknown) => return unavailable,
+        Err(SettleFailure::Unknown) => {
+            telemetry::payment(network, "settlement_unknown", "none");
+            return unavailable;
+        }
     };
+    telemetry::payment(network, "settled", "none");
+    if let Ok(amount) = authorized.requirements.amount.parse::<u64>() {
+        telemetry::revenue(network, amount);
+    }
     if let Err(e) = advance(s, authorized, PaymentState::Settling, PaymentState::Settled).await {
         tracing::error!(error = ?e, "a settled payment's state could not be stored");
     }
@@ -220,6 +271,7 @@ where
     Reply::Answer(Answer {
         body,
         billing: Billing::Paid(settlement),
+        verdict,
     })
 }
 

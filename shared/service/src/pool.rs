@@ -102,13 +102,20 @@ impl<'p> Share<'p> {
     /// Wait for a worker: 503 when none frees up in time. Dropping the future (the client went
     /// away) gives up the place.
     pub async fn worker(self) -> Result<Slot<'p>, ApiError> {
+        let asked = std::time::Instant::now();
         match tokio::time::timeout(self.pool.config.wait, self.pool.workers.acquire()).await {
-            Ok(Ok(permit)) => Ok(Slot {
-                pool: self.pool,
-                _permit: permit,
-                _client: self,
-            }),
-            _ => Err(ApiError::Busy { retry_after: 2 }),
+            Ok(Ok(permit)) => {
+                crate::telemetry::pool_wait(asked.elapsed().as_secs_f64());
+                Ok(Slot {
+                    pool: self.pool,
+                    _permit: permit,
+                    _client: self,
+                })
+            }
+            _ => {
+                crate::telemetry::pool_rejection(503);
+                Err(ApiError::Busy { retry_after: 2 })
+            }
         }
     }
 }
@@ -169,6 +176,7 @@ impl WorkPool {
         let mut by_client = self.by_client.lock().map_err(|_| ApiError::Internal)?;
         let n = by_client.entry(client.to_owned()).or_insert(0);
         if *n >= self.config.per_client {
+            crate::telemetry::pool_rejection(429);
             return Err(ApiError::TooManyRequests { retry_after: 1 });
         }
         *n += 1;

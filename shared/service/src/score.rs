@@ -181,12 +181,14 @@ pub async fn score(
             Ok(body) => Reply::Answer(Answer {
                 body,
                 billing: Billing::NotCharged,
+                verdict: None,
             }),
             Err(e) => Reply::Error(e),
         };
     }
     let price = s.config.price_score_units;
     if !payment.is_present() {
+        crate::telemetry::payment_required(crate::telemetry::PaymentReason::PaidScore);
         return demand(s, price, &res, None, None, None);
     }
     let inspected = match inspect(s, payment, price) {
@@ -202,7 +204,11 @@ pub async fn score(
         Err(demand) => return *demand,
     };
     charge(s, client, &checked, kept, price, &res, None, || async {
-        Ok((signed_score(s, agent_id, &history)?, None))
+        Ok(super::paid::Work {
+            body: signed_score(s, agent_id, &history)?,
+            outcome: None,
+            verdict: None,
+        })
     })
     .await
 }

@@ -5,6 +5,7 @@ use super::paid::demand;
 use super::{Reply, Resource, Services};
 use crate::errors::ApiError;
 use crate::payments::{FreeTrialState, free_trial};
+use crate::telemetry::{self, PaymentReason};
 use serde_json::{Value, json};
 use verifier_engine::cost::{OverBudget, mebibytes, millis};
 use verifier_engine::engine::over_budget_problem;
@@ -49,6 +50,7 @@ pub(super) fn to_payment(
 
 /// The 402 of a client whose free calls for today are used up.
 pub(super) fn allowance_spent(s: &Services, resource: &Resource, used: u64) -> Reply {
+    telemetry::payment_required(PaymentReason::AllowanceSpent);
     to_payment(
         s,
         resource,
@@ -61,8 +63,36 @@ pub(super) fn allowance_spent(s: &Services, resource: &Resource, used: u64) -> R
     )
 }
 
+/// The 402 of a free call when the day's free budget across all clients is spent: its
+/// `free_trial` and `payment_reason` both say so (`free_budget_exhausted`).
+pub(super) fn free_budget_spent(s: &Services, resource: &Resource, used: u64) -> Reply {
+    telemetry::payment_required(PaymentReason::FreeBudgetSpent);
+    const CODE: &str = "free_budget_exhausted";
+    let total = s.config.free_total_per_day;
+    let message = format!(
+        "The {total} free verifications this service gives all clients together today are used up; pay to run this one, or come back after the reset."
+    );
+    let mut reply = to_payment(
+        s,
+        resource,
+        used,
+        json!({"code": CODE, "message": message, "free_calls_total_per_day": total}),
+        "Payment required: today's free budget across all clients is used up",
+    );
+    if let Reply::PaymentRequired(d) = &mut reply
+        && let Some(trial) = d.free_trial.as_mut()
+    {
+        trial["available"] = false.into();
+        trial["code"] = CODE.into();
+        trial["free_calls_total_per_day"] = total.into();
+        trial["message"] = message.into();
+    }
+    reply
+}
+
 /// The 402 of a request over the free size limit.
 pub(super) async fn over_free_size(s: &Services, client: &str, resource: &Resource) -> Reply {
+    telemetry::payment_required(PaymentReason::OverFreeSize);
     let used = s
         .store
         .free_used(client, &utc_day(s.clock.now()))
@@ -94,6 +124,7 @@ pub(super) fn over_free_budget(
     if over.past(paid) {
         return Reply::Error(ApiError::InvalidRequest(vec![over_budget_problem(&over)]));
     }
+    telemetry::payment_required(PaymentReason::OverFreeCost);
     let free = s.config.budgets.unpaid;
     let (estimate, limit) = over.amounts();
     to_payment(

@@ -23,18 +23,22 @@
 use super::paid::{admit, charge, demand, inspect, recall};
 use super::pool::Share;
 use super::pricing::{HEAVY_BODY_BYTES, Refused, price, second_look};
-use super::unpaid::{allowance_spent, over_free_budget, over_free_size, screen, trial};
+use super::unpaid::{
+    allowance_spent, free_budget_spent, over_free_budget, over_free_size, screen, trial,
+};
 use super::{Reply, Resource, Services};
 pub use crate::call::{VerifyCall, store_error};
 use crate::errors::ApiError;
+use crate::free_budget::day_index;
 use crate::payments::PaymentInput;
+use crate::telemetry::{self, PaymentReason, Transport};
 use bytes::Bytes;
 use std::sync::Arc;
 use verifier_engine::Unsigned;
 use verifier_engine::engine::over_budget_problem;
 use verifier_engine::request::VerifyRequest;
 use verifier_ports::clock::{next_utc_midnight, rfc3339_seconds, utc_day};
-use verifier_ports::store::{FreeClaim, Outcome};
+use verifier_ports::store::{FreeClaim, FreeLimit, Outcome};
 
 /// The description paid verifications carry in PaymentRequired.
 pub const DESCRIPTION: &str =
@@ -124,12 +128,26 @@ pub async fn verify_body<'s>(s: &'s Arc<Services>, call: BodyCall<'_, 's>) -> Re
     if matches!(reply, Reply::Answer(_)) {
         s.engine.remember_schema(&call.body, &request);
     }
-    reply
+    counted(Transport::Rest, reply)
 }
 
 /// Run a verification call whose request is parsed already (MCP).
 pub async fn verify(s: &Arc<Services>, call: VerifyCall<'_>) -> Reply {
-    verify_in(s, call, None).await
+    counted(Transport::Mcp, verify_in(s, call, None).await)
+}
+
+/// Count a verification answered with its verdict.
+fn counted(transport: Transport, reply: Reply) -> Reply {
+    if let Reply::Answer(answer) = &reply
+        && let Some(passed) = answer.verdict
+    {
+        telemetry::verification(
+            transport,
+            passed,
+            matches!(answer.billing, super::Billing::Paid(_)),
+        );
+    }
+    reply
 }
 
 async fn verify_in<'s>(
@@ -159,6 +177,13 @@ async fn verify_in<'s>(
         }
         return allowance_spent(s, &call.resource, used);
     }
+    let today = day_index(now.unix_timestamp());
+    if s.config.free_total_per_day == 0 || s.free_budget.is_spent(today) {
+        if let Err(e) = screen(s, &call.request.expected_schema) {
+            return Reply::Error(e);
+        }
+        return free_budget_spent(s, &call.resource, used);
+    }
     let priced = match price(s, &call, s.config.budgets.unpaid, slot).await {
         Ok(p) => p,
         Err(Refused::Over(over)) => {
@@ -173,9 +198,11 @@ async fn verify_in<'s>(
         Err(Refused::Invalid(e) | Refused::Error(e)) => return Reply::Error(e),
     };
     let outcome = outcome_of(&call.request, checked.report(), false);
-    let claim = s
-        .store
-        .claim_free(call.client, &day, s.config.free_per_day, outcome);
+    let limit = FreeLimit {
+        per_client: s.config.free_per_day,
+        total: Some(s.config.free_total_per_day),
+    };
+    let claim = s.store.claim_free_within(call.client, &day, limit, outcome);
     let (claimed, signed) = if s.in_flight.alone() {
         // Alone, the claim goes to the store first (`biased`: its first poll hands it over)
         // and the report is signed while the store writes it. Signing our own report fails
@@ -196,6 +223,7 @@ async fn verify_in<'s>(
     };
     match claimed {
         Ok(FreeClaim::Granted { used }) => Reply::Answer(super::Answer {
+            verdict: Some(v.passed),
             body: v.body,
             billing: super::Billing::Free {
                 remaining: s.config.free_per_day.saturating_sub(used),
@@ -204,6 +232,10 @@ async fn verify_in<'s>(
             },
         }),
         Ok(FreeClaim::Exhausted { used }) => allowance_spent(s, &call.resource, used),
+        Ok(FreeClaim::BudgetSpent) => {
+            s.free_budget.mark(today);
+            free_budget_spent(s, &call.resource, used)
+        }
         Err(e) => Reply::Error(store_error(e)),
     }
 }
@@ -301,7 +333,11 @@ async fn paid<'s>(
                 .map_err(refusal_error)?;
             let outcome = outcome_of(&call.request, checked.report(), true);
             let v = checked.sign(s).await.map_err(refusal_error)?;
-            Ok((v.body, outcome))
+            Ok(super::paid::Work {
+                body: v.body,
+                outcome,
+                verdict: Some(v.passed),
+            })
         },
     )
     .await
@@ -333,6 +369,7 @@ fn outcome_of(req: &VerifyRequest, v: &Unsigned, paid: bool) -> Option<Outcome> 
 
 /// The 402 an empty verification POST (an x402 discovery probe) gets.
 pub async fn probe(s: &Services, client: &str, resource: Resource) -> Reply {
+    telemetry::payment_required(PaymentReason::Probe);
     let used = s
         .store
         .free_used(client, &utc_day(s.clock.now()))

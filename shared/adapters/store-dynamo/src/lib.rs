@@ -31,8 +31,8 @@ use aws_sdk_dynamodb::types::{
 use std::collections::HashMap;
 use std::time::Duration;
 use verifier_ports::store::{
-    ALLOWANCE_KEEP_DAYS, AgentHistory, FreeClaim, Outcome, PaidAnswer, PaymentState, Store,
-    StoreError,
+    ALLOWANCE_KEEP_DAYS, AgentHistory, FreeClaim, FreeLimit, Outcome, PaidAnswer, PaymentState,
+    Store, StoreError,
 };
 
 /// Attempts of a transaction that keeps conflicting with concurrent writers.
@@ -119,6 +119,11 @@ where
 
 fn allowance_key(client: &str, day: &str) -> String {
     format!("ALLOW#{client}#{day}")
+}
+
+/// The item counting the free calls of all clients on `day` (the free budget).
+fn budget_key(day: &str) -> String {
+    format!("FREEBUDGET#{day}")
 }
 
 fn agent_key(agent: &str) -> String {
@@ -269,6 +274,23 @@ impl DynamoStore {
             .map_err(backend)
     }
 
+    /// The conditional update of the day's free budget across all clients.
+    fn budget_update(&self, day: &str, total: u64) -> Result<Update, StoreError> {
+        Update::builder()
+            .table_name(&self.table)
+            .key("pk", s(budget_key(day)))
+            .key("sk", s("TOTAL"))
+            .update_expression("ADD #used :one SET #exp = if_not_exists(#exp, :exp)")
+            .condition_expression("attribute_not_exists(#used) OR #used < :total")
+            .expression_attribute_names("#used", "used")
+            .expression_attribute_names("#exp", "expires_at")
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":total", n(total))
+            .expression_attribute_values(":exp", n(allowance_expiry(day)))
+            .build()
+            .map_err(backend)
+    }
+
     /// The counters update and the outcome item of one verification.
     /// The free allowance alone: the same conditional update, on its own.
     async fn claim_allowance(&self, update: Update, limit: u64) -> Result<FreeClaim, StoreError> {
@@ -407,38 +429,67 @@ impl DynamoStore {
 
 #[async_trait]
 impl Store for DynamoStore {
-    async fn claim_free(
+    async fn claim_free_within(
         &self,
         client: &str,
         day: &str,
-        limit: u64,
+        limit: FreeLimit,
         outcome: Option<Outcome>,
     ) -> Result<FreeClaim, StoreError> {
-        let update = self.allowance_update(client, day, limit)?;
-        let Some(o) = outcome else {
-            return self.claim_allowance(update, limit).await;
+        // A budget of 0 grants nothing (the condition below would let a first call through).
+        if limit.total == Some(0) {
+            return Ok(FreeClaim::BudgetSpent);
+        }
+        let update = self.allowance_update(client, day, limit.per_client)?;
+        if limit.total.is_none() && outcome.is_none() {
+            return self.claim_allowance(update, limit.per_client).await;
+        }
+        // The client's count, then (with a budget) the day's total: one transaction, so both
+        // conditions hold together or nothing is written.
+        let mut counts = vec![TransactWriteItem::builder().update(update.clone()).build()];
+        if let Some(total) = limit.total {
+            let budget = self.budget_update(day, total)?;
+            counts.push(TransactWriteItem::builder().update(budget).build());
+        }
+        let first_outcome_item = counts.len();
+        let mut items = counts.clone();
+        if let Some(o) = &outcome {
+            items.extend(self.outcome_items(o)?);
+        }
+        let reasons = match self.transact(items).await? {
+            // The signed deliverable was recorded before: the call is granted, its outcome
+            // is not counted twice.
+            Some(reasons)
+                if outcome.is_some() && deliverable_seen(&reasons, first_outcome_item) =>
+            {
+                if limit.total.is_none() {
+                    return self.claim_allowance(update, limit.per_client).await;
+                }
+                self.transact(counts).await?
+            }
+            other => other,
         };
-        let mut items = vec![TransactWriteItem::builder().update(update.clone()).build()];
-        items.extend(self.outcome_items(&o)?);
-        match self.transact(items).await? {
+        match reasons {
             None => {
                 // Committed; read the new count for the headers (consistent).
                 let used = self.free_used(client, day).await.unwrap_or(1);
                 Ok(FreeClaim::Granted { used })
             }
-            Some(reasons) => match reasons.first() {
-                Some((code, item)) if code == "ConditionalCheckFailed" => {
+            Some(reasons) => match reasons
+                .iter()
+                .position(|(code, _)| code == "ConditionalCheckFailed")
+            {
+                Some(0) => {
+                    let item = &reasons[0].1;
                     Ok(FreeClaim::Exhausted {
                         used: if item.is_empty() {
-                            limit
+                            limit.per_client
                         } else {
                             num(item, "used")
                         },
                     })
                 }
-                // The signed deliverable was recorded before: the call is granted, its outcome
-                // is not counted twice.
-                _ if deliverable_seen(&reasons, 1) => self.claim_allowance(update, limit).await,
+                Some(1) if limit.total.is_some() => Ok(FreeClaim::BudgetSpent),
                 _ => Err(StoreError::Backend(format!(
                     "transaction cancelled: {:?}",
                     reasons.iter().map(|r| &r.0).collect::<Vec<_>>()

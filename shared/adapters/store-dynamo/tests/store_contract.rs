@@ -3,7 +3,7 @@
 //! `VERIFIER_REQUIRE_COMPONENTS=1` a missing endpoint fails the test instead of skipping it).
 
 use std::sync::Arc;
-use verifier_ports::store::{FreeClaim, Outcome, Store};
+use verifier_ports::store::{FreeClaim, FreeLimit, Outcome, Store};
 use verifier_store_dynamo::DynamoStore;
 use verifier_store_embedded::EmbeddedStore;
 
@@ -91,6 +91,7 @@ async fn allowance_is_exact_under_concurrency(store: Arc<dyn Store>) {
                 assert_eq!(used, 20);
                 exhausted += 1;
             }
+            FreeClaim::BudgetSpent => panic!("no budget was given"),
         }
     }
     assert_eq!((granted, exhausted), (20, 80));
@@ -107,6 +108,69 @@ async fn allowance_is_exact_under_concurrency(store: Arc<dyn Store>) {
     assert!(h.passes <= 20);
 }
 contract!(allowance_is_exact_under_concurrency);
+
+/// The day's free budget across all clients: 120 claims from 40 clients (3 each, a
+/// per-client limit of 2) against a budget of 25 grant exactly 25, under concurrency; the
+/// refused record nothing, the next day has a budget of its own.
+async fn the_free_budget_is_exact_under_concurrency(store: Arc<dyn Store>) {
+    let limit = FreeLimit {
+        per_client: 2,
+        total: Some(25),
+    };
+    let agent = format!("agent-budget-{}", uuid::Uuid::new_v4().simple());
+    let tasks: Vec<_> = (0..120)
+        .map(|i| {
+            let (store, agent) = (store.clone(), agent.clone());
+            tokio::spawn(async move {
+                let o = outcome(&agent, true, "2026-12-03T10:00:00.000000+00:00");
+                let client = format!("192.0.2.{}", i % 40);
+                store
+                    .claim_free_within(&client, &utc_day(0), limit, Some(o))
+                    .await
+            })
+        })
+        .collect();
+    let (mut granted, mut exhausted, mut spent) = (0, 0, 0);
+    for t in tasks {
+        match t.await.expect("join").expect("claim") {
+            FreeClaim::Granted { used } => {
+                assert!((1..=2).contains(&used), "{used}");
+                granted += 1;
+            }
+            FreeClaim::Exhausted { used } => {
+                assert_eq!(used, 2);
+                exhausted += 1;
+            }
+            FreeClaim::BudgetSpent => spent += 1,
+        }
+    }
+    assert_eq!(
+        granted, 25,
+        "exactly the budget ({exhausted} exhausted, {spent} spent)"
+    );
+    assert_eq!(granted + exhausted + spent, 120);
+    assert!(spent > 0);
+    let h = store.history(&agent, 100).await.expect("history");
+    assert_eq!(h.passes, 25, "only granted claims record their outcome");
+    let next_day = store
+        .claim_free_within("192.0.2.1", &utc_day(1), limit, None)
+        .await
+        .expect("claim");
+    assert_eq!(next_day, FreeClaim::Granted { used: 1 });
+    // A total of 0: no free call at all.
+    let none = FreeLimit {
+        per_client: 2,
+        total: Some(0),
+    };
+    assert_eq!(
+        store
+            .claim_free_within("192.0.2.200", &utc_day(2), none, None)
+            .await
+            .expect("claim"),
+        FreeClaim::BudgetSpent
+    );
+}
+contract!(the_free_budget_is_exact_under_concurrency);
 
 async fn claims_record_outcomes_and_exhausted_claims_record_nothing(store: Arc<dyn Store>) {
     let day = &utc_day(0);

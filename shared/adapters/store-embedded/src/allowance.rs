@@ -23,6 +23,9 @@ pub(super) const ALLOWANCE: TableDefinition<(&str, &str), u64> =
 /// The table of stores written before days were pruned: `client|day` → count. Opening the
 /// store moves its rows into [`ALLOWANCE`] and deletes it.
 const LEGACY: TableDefinition<&str, u64> = TableDefinition::new("allowance");
+/// The client column of a day's row counting the free calls of all clients together (the
+/// free budget): no client address is `*`.
+pub(super) const TOTAL_CLIENT: &str = "*";
 /// Rows of old days dropped per group beyond its number of claims.
 pub(super) const PRUNE_PER_GROUP: usize = 64;
 

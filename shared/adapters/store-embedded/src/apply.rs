@@ -144,21 +144,38 @@ pub(super) fn stage(
                 Op::Claim {
                     key,
                     limit,
+                    total,
                     outcome,
                 } => {
                     let row =
                         allowance::split_claim_key(key).ok_or("a free claim's key has no day")?;
-                    let used = table(&mut allowance)?
-                        .get(row)
-                        .map_err(|e| e.to_string())?
-                        .map_or(0, |g| g.value());
+                    let budget_row = (row.0, allowance::TOTAL_CLIENT);
+                    let mut count = |row| -> Result<u64, String> {
+                        Ok(table(&mut allowance)?
+                            .get(row)
+                            .map_err(|e| e.to_string())?
+                            .map_or(0, |g| g.value()))
+                    };
+                    let used = count(row)?;
+                    let budget_used = match total {
+                        Some(_) => count(budget_row)?,
+                        None => 0,
+                    };
                     if used >= *limit {
                         results.push(FreeClaim::Exhausted { used });
                         continue;
                     }
-                    table(&mut allowance)?
-                        .insert(row, used + 1)
-                        .map_err(|e| e.to_string())?;
+                    if total.is_some_and(|total| budget_used >= total) {
+                        results.push(FreeClaim::BudgetSpent);
+                        continue;
+                    }
+                    let counts = table(&mut allowance)?;
+                    counts.insert(row, used + 1).map_err(|e| e.to_string())?;
+                    if total.is_some() {
+                        counts
+                            .insert(budget_row, budget_used + 1)
+                            .map_err(|e| e.to_string())?;
+                    }
                     (outcome.as_ref(), FreeClaim::Granted { used: used + 1 })
                 }
                 Op::Record { outcome } => (Some(outcome), FreeClaim::Granted { used: 0 }),
@@ -319,6 +336,7 @@ mod tests {
                 .map(|client| Op::Claim {
                     key: allowance::claim_key(client, "2026-12-06"),
                     limit: 5,
+                    total: None,
                     outcome: None,
                 })
                 .collect();

@@ -36,7 +36,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use verifier_ports::store::{
-    AgentHistory, FreeClaim, Outcome, PaidAnswer, PaymentState, Store, StoreError,
+    AgentHistory, FreeClaim, FreeLimit, Outcome, PaidAnswer, PaymentState, Store, StoreError,
 };
 
 /// When commits reach the disk.
@@ -125,6 +125,9 @@ enum Op {
     Claim {
         key: String,
         limit: u64,
+        /// The day's budget across all clients (journals written before it have none).
+        #[serde(default)]
+        total: Option<u64>,
         outcome: Option<Outcome>,
     },
     Record {
@@ -662,17 +665,18 @@ fn flush(db: &Database) -> Result<(), String> {
 
 #[async_trait]
 impl Store for EmbeddedStore {
-    async fn claim_free(
+    async fn claim_free_within(
         &self,
         client: &str,
         day: &str,
-        limit: u64,
+        limit: FreeLimit,
         outcome: Option<Outcome>,
     ) -> Result<FreeClaim, StoreError> {
         let key = allowance::claim_key(client, day);
         self.submit(Op::Claim {
             key,
-            limit,
+            limit: limit.per_client,
+            total: limit.total,
             outcome,
         })
         .await
