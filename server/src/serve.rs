@@ -3,10 +3,11 @@
 use crate::cli::ServeOpts;
 use crate::keyfile;
 use axum::Router;
-use axum::extract::{ConnectInfo, MatchedPath, Request};
+use axum::extract::{ConnectInfo, Request};
 use axum::http::HeaderValue;
 use axum::middleware::{self, Next};
 use axum::response::Response;
+use function_common::request_metrics::UNMATCHED;
 use function_common::respond::{self, ErrorCode, PricePath};
 use mcp_function::McpAccess;
 use std::net::SocketAddr;
@@ -98,9 +99,6 @@ async fn not_found(req: Request, config: Arc<ServiceConfig>) -> Response {
     finish(started, method, UNMATCHED, response)
 }
 
-/// The route label of a request no route matched.
-const UNMATCHED: &str = "unmatched";
-
 /// The client address is the socket peer, never a header the client sets.
 async fn client_address(mut req: Request, next: Next) -> Response {
     if let Some(ConnectInfo(peer)) = req.extensions().get::<ConnectInfo<SocketAddr>>().copied() {
@@ -114,20 +112,9 @@ async fn client_address(mut req: Request, next: Next) -> Response {
 async fn log_request(req: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = method_label(req.method());
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or(UNMATCHED, |p| route_label(p.as_str()));
+    let route = function_common::request_metrics::route_of(&req);
     let response = next.run(req).await;
     finish(started, method, route, response)
-}
-
-/// A route table path as a label (the route table's own `&'static str`).
-fn route_label(matched: &str) -> &'static str {
-    verifier_service::routes::ROUTES
-        .iter()
-        .find(|r| r.path == matched)
-        .map_or(UNMATCHED, |r| r.path)
 }
 
 /// Count, log and tag an answered request: the log line names the request ID (also sent as

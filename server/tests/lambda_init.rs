@@ -108,6 +108,7 @@ async fn init_loads_the_ssm_key_and_serves_on_dynamodb() {
         facilitator_key_secret_param: None,
         mcp_allowed_origins: vec![],
         mcp_allowed_hosts: vec![],
+        metered: false,
     };
 
     // No key yet: init fails loudly, there is no fallback.

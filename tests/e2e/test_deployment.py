@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import boto3
 import httpx
@@ -261,3 +262,72 @@ def test_a_facilitator_that_never_answers_does_not_hold_init():
         for conn in held:
             conn.close()
         listener.close()
+
+
+EMF_SCHEMA = json.loads((Path(__file__).parent / "data" / "emf.schema.json").read_text())
+
+
+def emf_documents(log: str) -> list:
+    """Every CloudWatch Embedded Metric Format document of a function's log, validated against
+    the specification's structure; its target members checked."""
+    import jsonschema
+    docs = []
+    for line in log.splitlines():
+        if not line.startswith("{") or '"_aws"' not in line:
+            continue
+        doc = json.loads(line)
+        jsonschema.validate(doc, EMF_SCHEMA)
+        for directive in doc["_aws"]["CloudWatchMetrics"]:
+            assert directive["Namespace"] == "AgentOutputVerifier"
+            for dimension_set in directive["Dimensions"]:
+                assert all(isinstance(doc[name], str) for name in dimension_set), doc
+            for metric in directive["Metrics"]:
+                value = doc[metric["Name"]]
+                values = value if isinstance(value, list) else [value]
+                assert 0 < len(values) <= 100 and all(isinstance(v, (int, float)) for v in values), doc
+        docs.append(doc)
+    return docs
+
+
+def emf_sum(docs, name, **dims):
+    """The sum of a metric's values over the documents whose dimensions include `dims`."""
+    total = 0
+    for doc in docs:
+        if name in doc and all(doc.get(k) == v for k, v in dims.items()):
+            value = doc[name]
+            total += len(value) if isinstance(value, list) else value
+    return total
+
+
+def test_the_functions_write_their_metrics_as_emf_counting_the_workload():
+    """The same workload as the local server's metrics test, in part, on the emulated
+    deployment: each function's EMF lines parse as the specification's documents and count what
+    it did (histograms count their samples)."""
+    with Deployment({"FreeAllowancePerDay": 2, "PayToBase": "0x1111111111111111111111111111111111111111"}) as d:
+        url = d.url + "/verify/schema"
+        passing = {"task_id": "emf-pass", "agent_id": "test-emf", "expected_schema": {"type": "object"},
+                   "submitted_output": {"a": 1}}
+        assert httpx.post(url, json=passing, timeout=60).json()["result"] == "pass"
+        failing = dict(passing, task_id="emf-fail", expected_schema={"type": "string"})
+        assert httpx.post(url, json=failing, timeout=60).json()["result"] == "fail"
+        assert httpx.post(url, json=passing, timeout=60).status_code == 402
+        assert httpx.post(url, json={"task_id": 1}, timeout=60).status_code == 422
+        assert httpx.get(d.url + "/health", timeout=60).status_code == 200
+        verify_log, discovery_log = d.log("verify"), d.log("discovery")
+    docs = emf_documents(verify_log)
+    assert docs, "the verify function wrote EMF documents"
+    fn = {"function": "verify"}
+    assert emf_sum(docs, "verifier_verifications_total", transport="rest", result="pass", paid="false", **fn) == 1
+    assert emf_sum(docs, "verifier_verifications_total", transport="rest", result="fail", paid="false", **fn) == 1
+    assert emf_sum(docs, "verifier_payment_required_total", reason="allowance_spent", **fn) == 1
+    assert emf_sum(docs, "verifier_refusals_total", code="invalid_request", **fn) == 1
+    assert emf_sum(docs, "verifier_requests_total", route="/verify/schema", status="200", **fn) == 2
+    assert emf_sum(docs, "verifier_requests_total", route="/verify/schema", status="402", **fn) == 1
+    assert emf_sum(docs, "verifier_requests_total", route="/verify/schema", status="422", **fn) == 1
+    assert emf_sum(docs, "verifier_request_duration_seconds", route="/verify/schema", **fn) == 4
+    assert emf_sum(docs, "verifier_dependency_duration_seconds", dependency="store", outcome="ok", **fn) >= 4
+    assert emf_sum(docs, "verifier_cold_starts_total", **fn) == 1
+    health = emf_documents(discovery_log)
+    assert emf_sum(health, "verifier_requests_total", route="/health", status="200", function="discovery") == 1
+    # No caller content among the dimensions.
+    assert "test-emf" not in json.dumps(docs) and "emf-pass" not in json.dumps(docs)

@@ -154,9 +154,35 @@ def test_every_alarm_notifies_the_topic_and_treats_missing_data_right(resources)
         assert props["AlarmName"]["Fn::Sub"].startswith("agent-output-verifier-${Stage}-"), logical_id
 
 
+APPLICATION_ALARMS = {"FacilitatorErrorsAlarm", "SettlementUnknownAlarm", "FreeBudgetSpentAlarm"}
+
+
+def test_application_alarms_watch_the_functions_emf_metrics(resources, params):
+    """The three alarms on the functions' own metrics (EMF, namespace from the parameter), each a
+    Metrics Insights query over the dimension set the functions write (the function's name and
+    the metric's labels)."""
+    found = alarms(resources)
+    assert APPLICATION_ALARMS <= set(found)
+    assert "MetricsNamespace" in params
+    expected = {
+        "FacilitatorErrorsAlarm": ("COUNT(verifier_dependency_duration_seconds)",
+                                   "dependency, function, outcome", "outcome = ''error''"),
+        "SettlementUnknownAlarm": ("SUM(verifier_payments_total)", "code, function, network, outcome",
+                                   "outcome = ''settlement_unknown''"),
+        "FreeBudgetSpentAlarm": ("SUM(verifier_payment_required_total)", "function, reason",
+                                 "reason = ''free_budget_spent''"),
+    }
+    for logical_id, (select, dims, where) in expected.items():
+        expr = found[logical_id]["Properties"]["Metrics"][0]["Expression"]["Fn::Sub"]
+        assert f"SELECT {select} FROM SCHEMA(\"${{MetricsNamespace}}\", {dims})" in expr, expr
+        assert where.replace("''", "'") in expr.replace("''", "'"), expr
+
+
 def test_alarms_watch_aws_metrics_only(resources):
-    """Application (EMF) metrics come later; no alarm watches a custom namespace now."""
+    """Apart from the three on the functions' own metrics, alarms watch AWS's metrics."""
     for logical_id, alarm in alarms(resources).items():
+        if logical_id in APPLICATION_ALARMS:
+            continue
         props = alarm["Properties"]
         namespaces = [props["Namespace"]] if "Namespace" in props else []
         for query in props.get("Metrics", []):
@@ -274,7 +300,7 @@ def _lines(widget) -> list:
 def test_dashboard_shows_the_api_the_functions_and_the_table(resources):
     body, refs = _dashboard(resources)
     # every ${...} the body substitutes is a resource of the stack or a pseudo parameter
-    assert refs <= set(resources) | {"AWS::Region"}
+    assert refs <= set(resources) | {"AWS::Region", "MetricsNamespace"}
     assert set(FUNCTIONS) <= refs and {"HttpApi", "Table"} <= refs
     lines = [line for widget in body["widgets"] for line in _lines(widget)]
     metrics = {(l[0], l[1], tuple(sorted(l[2].items())), l[3]) for l in lines if l[0] != "expression"}
@@ -294,7 +320,10 @@ def test_dashboard_shows_the_api_the_functions_and_the_table(resources):
     for metric in ("ThrottledRequests", "SystemErrors"):
         assert (f"SELECT SUM({metric}) FROM SCHEMA(\"AWS/DynamoDB\", Operation, TableName) "
                 "WHERE TableName = '<Table>'") in expressions
-    # AWS metrics only, for now
+    # The functions' own metrics (EMF) through Metrics Insights queries on their namespace.
+    for metric in ("verifier_verifications_total", "verifier_revenue_usdc_atomic_total",
+                   "verifier_refusals_total", "verifier_payment_required_total", "verifier_cold_starts_total"):
+        assert any(f"SUM({metric}) FROM SCHEMA(\"<MetricsNamespace>\"" in e for e in expressions), metric
     assert all(l[0].startswith("AWS/") for l in lines if l[0] != "expression")
 
 

@@ -119,6 +119,9 @@ pub struct LambdaSettings {
     pub mcp_allowed_origins: Vec<String>,
     /// `Host` values MCP accepts; empty: any (API Gateway only routes its own domains).
     pub mcp_allowed_hosts: Vec<String>,
+    /// Whether metrics are written (`VERIFIER_METRICS_NAMESPACE` set): the store and the
+    /// facilitator are then timed.
+    pub metered: bool,
 }
 
 impl LambdaSettings {
@@ -170,6 +173,7 @@ impl LambdaSettings {
             facilitator_key_secret_param: var("VERIFIER_FACILITATOR_KEY_SECRET_PARAM"),
             mcp_allowed_origins: list("VERIFIER_MCP_ALLOWED_ORIGINS"),
             mcp_allowed_hosts: list("VERIFIER_MCP_ALLOWED_HOSTS"),
+            metered: var("VERIFIER_METRICS_NAMESPACE").is_some(),
         })
     }
 }
@@ -213,8 +217,13 @@ impl Init {
         payments
             .refresh_supported(settings.config.pay_to_solana.as_deref())
             .await;
+        let store = T::store(&sdk, &settings.table);
         Ok(Init {
-            store: T::store(&sdk, &settings.table),
+            store: if settings.metered {
+                Arc::new(verifier_service::metered::MeteredStore(store))
+            } else {
+                store
+            },
             keys,
             facilitator,
             solana_fee_payer: payments.fee_payer(),
@@ -228,7 +237,18 @@ impl Init {
             public_url: public_url.trim_end_matches('/').to_owned(),
             ..self.settings.config.clone()
         };
-        let facilitator = self.facilitator.port().map_err(InitError::Facilitator)?;
+        let facilitator = self
+            .facilitator
+            .port()
+            .map_err(InitError::Facilitator)?
+            .map(|f| {
+                if self.settings.metered {
+                    Arc::new(verifier_service::metered::MeteredFacilitator(f))
+                        as Arc<dyn verifier_ports::facilitator::Facilitator>
+                } else {
+                    f
+                }
+            });
         let payments = PaymentGate::new(facilitator, self.solana_fee_payer.clone());
         Ok(Arc::new(Services {
             // Warmed up at init by the functions that verify (`run` with `SchemaEngine`).
@@ -279,9 +299,20 @@ async fn client_address(mut req: Request, next: Next) -> Response {
 pub fn app(router: Router, services: &Arc<Services>) -> Router {
     let config = Arc::new(services.config.clone());
     router
+        .route_layer(middleware::from_fn(crate::request_metrics::count))
         .fallback(move || {
             let config = config.clone();
-            async move { respond::error(&verifier_service::errors::ApiError::NotFound, &config) }
+            async move {
+                let started = std::time::Instant::now();
+                let response =
+                    respond::error(&verifier_service::errors::ApiError::NotFound, &config);
+                verifier_service::telemetry::request(
+                    crate::request_metrics::UNMATCHED,
+                    404,
+                    started.elapsed().as_secs_f64(),
+                );
+                response
+            }
         })
         .layer(crate::cors::layer())
         .layer(middleware::from_fn(client_address))
@@ -370,6 +401,7 @@ where
 {
     let build = Arc::new(build);
     init_tracing();
+    let emf = init_metrics();
     let settings =
         LambdaSettings::from_env().inspect_err(|e| tracing::error!(error = %e, "init failed"))?;
     let warming = W::WORK.map(tokio::task::spawn_blocking);
@@ -408,10 +440,38 @@ where
                 .oneshot(req.map(axum::body::Body::new))
                 .await
                 .map_err(|e| -> lambda_http::Error { Box::new(e) })?;
+            if let Some(emf) = emf
+                && let Err(e) = emf.flush(std::io::stdout().lock())
+            {
+                tracing::warn!(error = %e, "the metrics could not be written");
+            }
             Ok::<_, lambda_http::Error>(response)
         }
     }))
     .await
+}
+
+/// The metrics as CloudWatch Embedded Metric Format lines on stdout, in the namespace
+/// `VERIFIER_METRICS_NAMESPACE` (unset or empty: no metrics), each with the function's name as
+/// a dimension; written after each invocation. Counts this cold start.
+fn init_metrics() -> Option<&'static metrics_cloudwatch_embedded::Collector> {
+    let namespace = var("VERIFIER_METRICS_NAMESPACE")?;
+    let function = var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|| "local".into());
+    match metrics_cloudwatch_embedded::Builder::new()
+        .cloudwatch_namespace(namespace)
+        .with_dimension("function", function)
+        .init()
+    {
+        Ok(collector) => {
+            verifier_service::telemetry::describe();
+            verifier_service::telemetry::cold_start();
+            Some(collector)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "the metrics recorder could not be installed: no metrics");
+            None
+        }
+    }
 }
 
 /// Logs as the Lambda runtime's default subscriber writes them (`AWS_LAMBDA_LOG_LEVEL` or

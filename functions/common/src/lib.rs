@@ -7,6 +7,7 @@ pub mod cors;
 pub mod lambda;
 #[doc(hidden)] // for the functions' tests only
 pub mod linked_code;
+pub mod request_metrics;
 pub mod respond;
 
 pub use client::client_address;

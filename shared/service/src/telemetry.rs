@@ -29,6 +29,8 @@ pub const DEPENDENCY_DURATION: &str = "verifier_dependency_duration_seconds";
 pub const POOL_WAIT: &str = "verifier_pool_wait_seconds";
 /// Work the bounded pool turned away, by the status answered (429 busy client, 503 full).
 pub const POOL_REJECTIONS: &str = "verifier_pool_rejections_total";
+/// Lambda instances started (on Lambda only: one per cold start).
+pub const COLD_STARTS: &str = "verifier_cold_starts_total";
 /// The signing key in use (value 1, its version as a label; an operator's label, one at a time).
 pub const SIGNING_KEY: &str = "verifier_signing_key_info";
 
@@ -76,6 +78,7 @@ pub fn describe() {
         POOL_REJECTIONS,
         "Costly work the bounded pool turned away, by status (429: the client's share is busy, 503: the pool is full)."
     );
+    describe_counter!(COLD_STARTS, "Lambda instances started (cold starts).");
     describe_gauge!(
         SIGNING_KEY,
         "The signing key in use: 1 for its key_version."
@@ -237,6 +240,11 @@ pub fn pool_wait(seconds: f64) {
 /// The pool turned work away with this status.
 pub fn pool_rejection(status: u16) {
     counter!(POOL_REJECTIONS, "status" => status_label(status)).increment(1);
+}
+
+/// A Lambda instance started.
+pub fn cold_start() {
+    counter!(COLD_STARTS).increment(1);
 }
 
 /// The signing key now in use.
