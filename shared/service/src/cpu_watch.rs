@@ -158,14 +158,22 @@ mod tests {
     #[test]
     fn quick_work_is_not_measured_and_long_work_is() {
         assert_eq!(begin().finish(1_000_000_000), None);
+        // Busy until the watcher has sampled this work (it may be starved on a loaded machine,
+        // so this waits for the sample, not for a wall-clock time), then for 20 ms more of this
+        // thread's own CPU: at least that much is measured.
         let w = begin();
-        let until = Instant::now() + Duration::from_millis(40);
+        let slot = w.slot.clone().expect("a watched thread");
+        let deadline = Instant::now() + Duration::from_secs(30);
         let mut x = 0u64;
-        while Instant::now() < until {
+        while slot.sampled_for.load(Ordering::Acquire) != w.started && Instant::now() < deadline {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let cpu = || read_clock(libc::CLOCK_THREAD_CPUTIME_ID);
+        let after_sample = cpu();
+        while cpu() - after_sample < 20_000_000 {
             x = std::hint::black_box(x.wrapping_add(1));
         }
         let used = w.finish(1_000_000).expect("sampled and measured");
-        // Busy the whole time: at least the part after the first sample (one or two ticks in).
         assert!(used >= 20_000_000, "{used}");
         // Sleeping is not CPU.
         let w = begin();
