@@ -16,8 +16,7 @@ import pytest
 from conftest import ROOT, free_port
 
 sys.path.insert(0, str(ROOT / "tests" / "x402"))
-from localchain import LocalChain  # noqa: E402
-from test_payments import INVOICE, pay_header, server_env  # noqa: E402
+from test_payments import INVOICE, chain, pay_header, server_env  # noqa: E402,F401 (chain: the fixture)
 
 pytestmark = pytest.mark.filterwarnings("ignore:Client is deprecated")
 
@@ -25,15 +24,6 @@ MCP_HEADERS = {"content-type": "application/json", "accept": "application/json, 
                "mcp-protocol-version": "2025-11-25"}
 SAMPLE = re.compile(r'^([a-z_:][a-z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'([a-z_][a-z0-9_]*)="((?:[^"\\]|\\.)*)"')
-
-
-@pytest.fixture(scope="module")
-def chain():
-    c = LocalChain().start()
-    try:
-        yield c
-    finally:
-        c.stop()
 
 
 def samples(text):
