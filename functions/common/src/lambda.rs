@@ -196,12 +196,19 @@ impl Init {
     pub async fn new<T: Table>(settings: LambdaSettings) -> Result<Self, InitError> {
         let sdk = verifier_aws_sdk::aws_sdk_config().await?;
         let ssm = aws_sdk_ssm::Client::new(&sdk);
-        let (keys, key_secret) = SsmKeys::load_with_secret(
+        let asked = std::time::Instant::now();
+        let loaded = SsmKeys::load_with_secret(
             &ssm,
             &settings.keys,
             settings.facilitator_key_secret_param.as_deref(),
         )
-        .await?;
+        .await;
+        verifier_service::telemetry::dependency(
+            verifier_service::telemetry::Dependency::Ssm,
+            loaded.is_ok(),
+            asked.elapsed().as_secs_f64(),
+        );
+        let (keys, key_secret) = loaded?;
         keys.spawn_refresh(ssm.clone(), settings.keys.clone(), settings.key_refresh);
         let facilitator = FacilitatorSettings {
             url: settings.facilitator_url.clone(),

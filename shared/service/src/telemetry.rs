@@ -23,7 +23,7 @@ pub const PAYMENTS: &str = "verifier_payments_total";
 pub const REVENUE: &str = "verifier_revenue_usdc_atomic_total";
 /// Error answers by their `code` (every code of the one error shape, 402s aside).
 pub const REFUSALS: &str = "verifier_refusals_total";
-/// Calls to what the service depends on, by dependency (store, facilitator) and outcome.
+/// Calls to what the service depends on, by dependency (store, facilitator, ssm) and outcome.
 pub const DEPENDENCY_DURATION: &str = "verifier_dependency_duration_seconds";
 /// Time a costly verification waited for a worker of the bounded pool.
 pub const POOL_WAIT: &str = "verifier_pool_wait_seconds";
@@ -67,7 +67,7 @@ pub fn describe() {
     describe_histogram!(
         DEPENDENCY_DURATION,
         Unit::Seconds,
-        "Calls to the store and the facilitator, by dependency and outcome (ok, error)."
+        "Calls to the store, the facilitator and SSM (the keys at a Lambda cold start), by dependency and outcome (ok, error)."
     );
     describe_histogram!(
         POOL_WAIT,
@@ -210,6 +210,8 @@ pub fn refusal(code: &'static str) {
 pub enum Dependency {
     Store,
     Facilitator,
+    /// SSM Parameter Store (the keys at a Lambda cold start).
+    Ssm,
 }
 
 impl Dependency {
@@ -218,6 +220,7 @@ impl Dependency {
         match self {
             Dependency::Store => "store",
             Dependency::Facilitator => "facilitator",
+            Dependency::Ssm => "ssm",
         }
     }
 }
