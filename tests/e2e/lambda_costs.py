@@ -130,6 +130,12 @@ def bare_init(stack, first_next) -> float:
     return first_next("bare_lambda", spawned) - spawned
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """A process's CPU time so far (user + system, all its threads), from /proc."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(cold_starts: int = 5, warm_calls: int = 200) -> dict:
     from localchain import LocalChain
     from test_payments import pay_header
@@ -186,15 +192,22 @@ def measure(cold_starts: int = 5, warm_calls: int = 200) -> dict:
                     call(stack, fn)  # the first invocation (cold) is not a warm one
                 times.durations.clear()
                 dynamo_ms: dict[str, float] = {}
+                cpu_us: dict[str, float] = {}
                 for fn in SAMPLES:
                     dynamo.reset()
+                    pid = stack.procs[fn].pid
+                    cpu_before = process_cpu_seconds(pid)
                     for _ in range(warm_calls):
                         call(stack, fn)
+                    # the function process's own CPU per warm call (clock ticks: 10 ms each, so
+                    # a few hundred calls are needed for a figure)
+                    cpu_us[fn] = round((process_cpu_seconds(pid) - cpu_before) * 1e6 / warm_calls, 1)
                     dynamo_ms[fn] = round(dynamo.busy * 1000 / warm_calls, 2)
                 functions = {fn: {"init_alone": ms(inits["alone"][fn]),
                                   "init_together": ms(inits["together"][fn]),
                                   "first_invocation": ms(first_calls[fn]),
                                   "warm": ms(times.durations[fn]),
+                                  "warm_cpu_us_per_call": cpu_us[fn],
                                   # time spent waiting on DynamoDB (Local, through the relay)
                                   "warm_dynamodb_wait_ms_mean": dynamo_ms[fn],
                                   "warm_excluding_dynamodb_ms_mean": round(

@@ -6,7 +6,9 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
+// One event at a time per instance: one runtime thread, no thread handing work to another
+// (the costly verifications still run on the work pool's own thread).
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), lambda_http::Error> {
     function_common::lambda::run(
         function_common::lambda::Nothing,

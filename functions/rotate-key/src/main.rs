@@ -5,7 +5,9 @@ use rotate_key_function::{RotateSettings, handle};
 use serde_json::Value;
 use std::sync::Arc;
 
-#[tokio::main]
+// One event at a time per instance: one runtime thread, no thread handing work to another
+// (the costly verifications still run on the work pool's own thread).
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let settings = Arc::new(
