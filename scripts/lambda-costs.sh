@@ -7,6 +7,7 @@
 #
 #   scripts/lambda-costs.sh                       # 5 cold starts, 200 warm calls per function
 #   COLD_STARTS=20 WARM_CALLS=500 scripts/lambda-costs.sh
+#   METRICS_NAMESPACE= scripts/lambda-costs.sh     # the functions with their EMF metrics off
 #   LAMBDA_BIN_DIR=target/release-lambda scripts/lambda-costs.sh   # another build of the functions
 # The yardstick binary is an example: `cargo build --release --all-targets` (the test command)
 # or `cargo build --profile release-lambda -p function-common --example bare_lambda` builds it.

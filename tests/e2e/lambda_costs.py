@@ -170,6 +170,9 @@ def measure(cold_starts: int = 5, warm_calls: int = 200) -> dict:
             # facilitator's /supported for the Solana fee payer.
             overrides = {"FreeAllowancePerDay": 1, "PayToBase": chain.payee_address,
                          "PayToSolana": chain.svm_payee_address, "FacilitatorUrl": chain.facilitator_url}
+            # METRICS_NAMESPACE= (empty) measures the functions with their EMF metrics off.
+            if "METRICS_NAMESPACE" in os.environ:
+                overrides["MetricsNamespace"] = os.environ["METRICS_NAMESPACE"]
             # Each cold start is a fresh deployment (its own emulator and processes), its
             # functions started one at a time (each init alone, as on Lambda, where every
             # instance has its own micro-VM) or all together (four inits sharing two CPUs).
