@@ -3,45 +3,14 @@
 //! (`cost_bound`, `cost_search`); each runs as the only test of its binary, so nothing else
 //! allocates meanwhile.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use verifier_engine::checks::schema::{CompiledSchema, SchemaOptions};
 use verifier_engine::cost::calibration as c;
 use verifier_engine::cost::{Budget, Meter};
 use verifier_engine::{Engine, SigningIdentity};
 
-struct Counting;
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded to the system allocator unchanged; only sizes are counted.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let now = CURRENT.fetch_add(layout.size(), Relaxed) + layout.size();
-        PEAK.fetch_max(now, Relaxed);
-        // SAFETY: forwarded as is.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        CURRENT.fetch_sub(layout.size(), Relaxed);
-        // SAFETY: forwarded as is.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if new_size >= layout.size() {
-            let now =
-                CURRENT.fetch_add(new_size - layout.size(), Relaxed) + new_size - layout.size();
-            PEAK.fetch_max(now, Relaxed);
-        } else {
-            CURRENT.fetch_sub(layout.size() - new_size, Relaxed);
-        }
-        // SAFETY: forwarded as is.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
+mod counting_alloc;
+use counting_alloc::{CURRENT, PEAK};
 
 /// No ceiling: the estimate is computed whole.
 pub const UNLIMITED: Budget = Budget {
