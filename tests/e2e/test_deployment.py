@@ -159,6 +159,9 @@ def test_a_second_rotation_signs_with_the_new_key_and_both_receipts_verify(stack
         assert time.monotonic() < deadline, "the verify function did not sign with the new key"
         after = httpx.post(stack.url + "/verify/schema", json=PASSING, timeout=30).json()
     assert before["attestation"]["key_version"] != after["attestation"]["key_version"]
+    # The refresh that picked the key up counts it once (an EMF line of the version).
+    assert emf_sum(emf_documents(stack.log("verify")), "verifier_signing_key_adoptions_total",
+                   key_version=second["key_version"], function="verify") == 1
     for receipt in (before, after):
         assert "valid: signed with key " + receipt["attestation"]["key_version"] in check_receipt(stack, tmp_path, receipt)
 
@@ -313,7 +316,8 @@ def test_the_functions_write_their_metrics_as_emf_counting_the_workload():
         assert httpx.post(url, json=passing, timeout=60).status_code == 402
         assert httpx.post(url, json={"task_id": 1}, timeout=60).status_code == 422
         assert httpx.get(d.url + "/health", timeout=60).status_code == 200
-        verify_log, discovery_log = d.log("verify"), d.log("discovery")
+        verify_log, discovery_log, rotate_log = d.log("verify"), d.log("discovery"), d.log("rotate-key")
+        first_key = d.first_rotation["key_version"]
     docs = emf_documents(verify_log)
     assert docs, "the verify function wrote EMF documents"
     fn = {"function": "verify"}
@@ -327,7 +331,12 @@ def test_the_functions_write_their_metrics_as_emf_counting_the_workload():
     assert emf_sum(docs, "verifier_request_duration_seconds", route="/verify/schema", **fn) == 4
     assert emf_sum(docs, "verifier_dependency_duration_seconds", dependency="store", outcome="ok", **fn) >= 4
     assert emf_sum(docs, "verifier_cold_starts_total", **fn) == 1
+    assert emf_sum(docs, "verifier_dependency_duration_seconds", dependency="ssm", outcome="ok", **fn) >= 1
+    assert emf_sum(docs, "verifier_signing_key_adoptions_total", key_version=first_key, **fn) == 1
     health = emf_documents(discovery_log)
     assert emf_sum(health, "verifier_requests_total", route="/health", status="200", function="discovery") == 1
+    rotations = emf_documents(rotate_log)
+    assert emf_sum(rotations, "verifier_key_rotations_total", outcome="ok", function="rotate-key") == 1
+    assert emf_sum(rotations, "verifier_key_ring_keys", function="rotate-key") == 1
     # No caller content among the dimensions.
     assert "test-emf" not in json.dumps(docs) and "emf-pass" not in json.dumps(docs)

@@ -19,6 +19,7 @@ use verifier_engine::cost::{Budget, Budgets};
 use verifier_engine::{Engine, EngineConfig};
 use verifier_facilitator_http::FacilitatorSettings;
 use verifier_keys_aws::{KeyParams, SsmKeys};
+use verifier_ports::keys::KeySource;
 use verifier_ports::no_table::NoTable;
 use verifier_ports::store::Store;
 use verifier_service::ClientAddr;
@@ -209,7 +210,23 @@ impl Init {
             asked.elapsed().as_secs_f64(),
         );
         let (keys, key_secret) = loaded?;
-        keys.spawn_refresh(ssm.clone(), settings.keys.clone(), settings.key_refresh);
+        verifier_service::telemetry::key_adopted(keys.current().key_version());
+        keys.spawn_refresh(
+            ssm.clone(),
+            settings.keys.clone(),
+            settings.key_refresh,
+            |refresh| {
+                verifier_service::telemetry::dependency(
+                    verifier_service::telemetry::Dependency::Ssm,
+                    refresh.ok,
+                    refresh.seconds,
+                );
+                if let Some(version) = refresh.changed_to {
+                    tracing::info!(key_version = %version, "signing with the rotated key");
+                    verifier_service::telemetry::key_adopted(&version);
+                }
+            },
+        );
         let facilitator = FacilitatorSettings {
             url: settings.facilitator_url.clone(),
             bearer: None,
@@ -447,10 +464,8 @@ where
                 .oneshot(req.map(axum::body::Body::new))
                 .await
                 .map_err(|e| -> lambda_http::Error { Box::new(e) })?;
-            if let Some(emf) = emf
-                && let Err(e) = emf.flush(std::io::stdout().lock())
-            {
-                tracing::warn!(error = %e, "the metrics could not be written");
+            if let Some(emf) = emf {
+                verifier_aws_sdk::emf::flush(emf);
             }
             Ok::<_, lambda_http::Error>(response)
         }
@@ -458,27 +473,13 @@ where
     .await
 }
 
-/// The metrics as CloudWatch Embedded Metric Format lines on stdout, in the namespace
-/// `VERIFIER_METRICS_NAMESPACE` (unset or empty: no metrics), each with the function's name as
-/// a dimension; written after each invocation. Counts this cold start.
+/// The metrics as CloudWatch Embedded Metric Format lines on stdout
+/// ([`verifier_aws_sdk::emf::install`]); described, and this cold start counted.
 fn init_metrics() -> Option<&'static metrics_cloudwatch_embedded::Collector> {
-    let namespace = var("VERIFIER_METRICS_NAMESPACE")?;
-    let function = var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|| "local".into());
-    match metrics_cloudwatch_embedded::Builder::new()
-        .cloudwatch_namespace(namespace)
-        .with_dimension("function", function)
-        .init()
-    {
-        Ok(collector) => {
-            verifier_service::telemetry::describe();
-            verifier_service::telemetry::cold_start();
-            Some(collector)
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "the metrics recorder could not be installed: no metrics");
-            None
-        }
-    }
+    let collector = verifier_aws_sdk::emf::install()?;
+    verifier_service::telemetry::describe();
+    verifier_service::telemetry::cold_start();
+    Some(collector)
 }
 
 /// Logs as the Lambda runtime's default subscriber writes them (`AWS_LAMBDA_LOG_LEVEL` or

@@ -4,6 +4,13 @@
 
 use verifier_keys_aws::{KeyParams, Rotation, SsmKeyError};
 
+/// Counter: rotations by `outcome` (`ok`, `error`), as EMF on stdout when
+/// `VERIFIER_METRICS_NAMESPACE` is set.
+pub const KEY_ROTATIONS: &str = "verifier_key_rotations_total";
+/// Gauge: how many public keys the ring lists after a rotation (SSM's 8 KB parameter limit
+/// bounds it; [docs/operations.md]).
+pub const KEY_RING_SIZE: &str = "verifier_key_ring_keys";
+
 /// Why a rotation cannot run.
 #[derive(Debug, thiserror::Error)]
 pub enum RotateError {
@@ -41,13 +48,17 @@ impl RotateSettings {
 }
 
 /// One rotation; the event's content does not matter (scheduled, console test, CLI invoke).
+/// Counted in [`KEY_ROTATIONS`] and [`KEY_RING_SIZE`].
 pub async fn handle(
     client: &aws_sdk_ssm::Client,
     settings: &RotateSettings,
     _event: &serde_json::Value,
 ) -> Result<Rotation, RotateError> {
-    let rotation =
-        verifier_keys_aws::rotate(client, &settings.params, &settings.kms_key_id).await?;
+    let rotated = verifier_keys_aws::rotate(client, &settings.params, &settings.kms_key_id).await;
+    let outcome = if rotated.is_ok() { "ok" } else { "error" };
+    metrics::counter!(KEY_ROTATIONS, "outcome" => outcome).increment(1);
+    let rotation = rotated?;
+    metrics::gauge!(KEY_RING_SIZE).set(rotation.ring_size as f64);
     tracing::info!(
         key_version = %rotation.key_version,
         ring_size = rotation.ring_size,

@@ -10,6 +10,7 @@ use std::sync::Arc;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
+    let emf = verifier_aws_sdk::emf::install();
     let settings = Arc::new(
         RotateSettings::from_env().inspect_err(|e| tracing::error!(error = %e, "init failed"))?,
     );
@@ -21,8 +22,11 @@ async fn main() -> Result<(), Error> {
         let settings = settings.clone();
         let client = client.clone();
         async move {
-            let rotation = handle(&client, &settings, &event.payload).await?;
-            Ok::<_, Error>(serde_json::to_value(rotation)?)
+            let rotation = handle(&client, &settings, &event.payload).await;
+            if let Some(emf) = emf {
+                verifier_aws_sdk::emf::flush(emf);
+            }
+            Ok::<_, Error>(serde_json::to_value(rotation?)?)
         }
     }))
     .await

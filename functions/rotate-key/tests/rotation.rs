@@ -147,10 +147,14 @@ async fn rotation_creates_then_adds_keys_and_old_receipts_still_verify() {
 
     let keys = SsmKeys::load(&ssm, &settings.params).await.expect("keys");
     assert_eq!(keys.current().key_version(), first.key_version);
+    let (reports, mut refreshed) = tokio::sync::mpsc::unbounded_channel();
     keys.spawn_refresh(
         ssm.clone(),
         settings.params.clone(),
         Duration::from_millis(100),
+        move |refresh| {
+            let _ = reports.send(refresh);
+        },
     );
     let dir = tempfile::tempdir().expect("tempdir");
     let s = services(keys.clone(), dir.path());
@@ -182,6 +186,14 @@ async fn rotation_creates_then_adds_keys_and_old_receipts_still_verify() {
         new_receipt["attestation"]["key_version"],
         second.key_version.as_str()
     );
+    // Each refresh reported itself; exactly one named the new key.
+    let mut changes = Vec::new();
+    while let Ok(refresh) = refreshed.try_recv() {
+        assert!(refresh.ok, "a refresh against moto failed");
+        assert!(refresh.seconds < 10.0);
+        changes.extend(refresh.changed_to);
+    }
+    assert_eq!(changes, vec![second.key_version.clone()]);
 
     // The agent card lists both; both receipts verify with it, each under its own key.
     let listed = card_keys(&s);

@@ -33,6 +33,10 @@ pub const POOL_REJECTIONS: &str = "verifier_pool_rejections_total";
 pub const COLD_STARTS: &str = "verifier_cold_starts_total";
 /// The signing key in use (value 1, its version as a label; an operator's label, one at a time).
 pub const SIGNING_KEY: &str = "verifier_signing_key_info";
+/// Counter: a process started signing with a key version (at start, or a refresh that picked
+/// up a rotation), by `key_version`: written only when it happens, so on Lambda it costs a
+/// log line per cold start or rotation, not per call.
+pub const SIGNING_KEY_ADOPTIONS: &str = "verifier_signing_key_adoptions_total";
 
 /// The request-duration buckets, in seconds: from 100 µs (a cached answer) to 5 s.
 pub const DURATION_BUCKETS: &[f64] = &[
@@ -67,7 +71,7 @@ pub fn describe() {
     describe_histogram!(
         DEPENDENCY_DURATION,
         Unit::Seconds,
-        "Calls to the store, the facilitator and SSM (the keys at a Lambda cold start), by dependency and outcome (ok, error)."
+        "Calls to the store, the facilitator and SSM (the keys on Lambda: at a cold start and each refresh), by dependency and outcome (ok, error)."
     );
     describe_histogram!(
         POOL_WAIT,
@@ -82,6 +86,10 @@ pub fn describe() {
     describe_gauge!(
         SIGNING_KEY,
         "The signing key in use: 1 for its key_version."
+    );
+    describe_counter!(
+        SIGNING_KEY_ADOPTIONS,
+        "A process started signing with this key_version (at start, or a refresh after a rotation)."
     );
 }
 
@@ -250,7 +258,14 @@ pub fn cold_start() {
     counter!(COLD_STARTS).increment(1);
 }
 
-/// The signing key now in use.
+/// The signing key now in use (the local server: a gauge a scrape reads).
 pub fn signing_key(key_version: &str) {
     gauge!(SIGNING_KEY, "key_version" => key_version.to_owned()).set(1.0);
+    key_adopted(key_version);
+}
+
+/// This process started signing with `key_version` (Lambda: no gauge, which EMF would
+/// repeat on every invocation's line).
+pub fn key_adopted(key_version: &str) {
+    counter!(SIGNING_KEY_ADOPTIONS, "key_version" => key_version.to_owned()).increment(1);
 }

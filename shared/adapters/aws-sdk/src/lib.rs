@@ -4,6 +4,8 @@
 //! server's DynamoDB client keeps the SDK's default, the system's roots, so a CA a user added
 //! to their system, e.g. behind a TLS-inspecting proxy, still counts.)
 
+pub mod emf;
+
 use aws_smithy_http_client::proxy::ProxyConfig;
 use aws_smithy_http_client::tls::rustls_provider::CryptoMode;
 use aws_smithy_http_client::tls::{Provider, TlsContext, TrustStore};

@@ -168,26 +168,59 @@ impl SsmKeys {
         Ok((keys, secret))
     }
 
-    /// Refresh every `every` (a new key from a rotation is picked up; errors keep the old).
-    pub fn spawn_refresh(self: &Arc<Self>, client: Client, params: KeyParams, every: Duration) {
+    /// Refresh every `every` (a new key from a rotation is picked up; errors keep the old),
+    /// telling `report` what each refresh found.
+    pub fn spawn_refresh(
+        self: &Arc<Self>,
+        client: Client,
+        params: KeyParams,
+        every: Duration,
+        report: impl Fn(KeyRefresh) + Send + 'static,
+    ) {
         let keys = Arc::downgrade(self);
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(every).await;
                 let Some(keys) = keys.upgrade() else { return };
-                match load(&client, &params).await {
+                let asked = std::time::Instant::now();
+                let loaded = load(&client, &params).await;
+                let seconds = asked.elapsed().as_secs_f64();
+                match loaded {
                     Ok((identity, ring)) => {
+                        let version = identity.key_version().to_owned();
+                        let changed = keys.current().key_version() != version;
                         if let Ok(mut state) = keys.state.write() {
                             *state = with_active(identity, ring);
                         }
+                        report(KeyRefresh {
+                            ok: true,
+                            seconds,
+                            changed_to: changed.then_some(version),
+                        });
                     }
                     Err(e) => {
-                        tracing::warn!(error = %e, "key refresh failed; keeping the current key")
+                        tracing::warn!(error = %e, "key refresh failed; keeping the current key");
+                        report(KeyRefresh {
+                            ok: false,
+                            seconds,
+                            changed_to: None,
+                        });
                     }
                 }
             }
         });
     }
+}
+
+/// What one background refresh of the keys found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyRefresh {
+    /// Whether SSM answered with readable keys.
+    pub ok: bool,
+    /// How long the SSM call took.
+    pub seconds: f64,
+    /// The new active key's version, when it differs from the one signing before.
+    pub changed_to: Option<String>,
 }
 
 /// The ring always lists the active key (a rotation publishes it first; this covers a ring
