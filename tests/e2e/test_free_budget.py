@@ -57,3 +57,27 @@ def test_a_total_of_zero_makes_nothing_free(start_server):
     bad = httpx.post(server.url + "/verify/schema", json={"task_id": "x", "expected_schema": {"type": 12},
                                                           "submitted_output": 1})
     assert bad.status_code == 422
+
+
+def test_a_refused_free_request_costs_no_free_call(start_server):
+    """On DynamoDB the free call is claimed before the work; a request refused after the claim
+    (over the unpaid ceiling: 402; a pattern the engine cannot run: 422) hands it back, so the
+    next answer's remaining count is one less than the first's, on both stores."""
+    server = start_server(allowance=5, env={"VERIFIER_FREE_CALLS_TOTAL_PER_DAY": "100"})
+    url = server.url + "/verify/schema"
+    first = httpx.post(url, json=request(1), timeout=30)
+    assert first.status_code == 200
+    remaining = int(first.headers["free-allowance-remaining"])
+    props = {f"k{i}": {"pattern": f"^(a+)+{i}$"} for i in range(500)}
+    costly = {"task_id": "costly", "agent_id": "test-budget", "detail": "compact",
+              "expected_schema": {"type": "object", "properties": props},
+              "submitted_output": {f"k{i}": "a" for i in range(500)}}
+    over = httpx.post(url, json=costly, timeout=30)
+    assert over.status_code == 402 and over.json()["payment_reason"]["code"] == "over_free_cost"
+    assert over.json()["free_trial"]["remaining_calls_today"] == remaining, over.json()["free_trial"]
+    unrunnable = httpx.post(url, json={"task_id": "x", "expected_schema": {"pattern": "(?<=a)b"},
+                                       "submitted_output": "ab"}, timeout=30)
+    assert unrunnable.status_code == 422
+    second = httpx.post(url, json=request(2), timeout=30)
+    assert second.status_code == 200
+    assert int(second.headers["free-allowance-remaining"]) == remaining - 1

@@ -35,6 +35,15 @@ impl Store for NoTable {
         refused()
     }
 
+    async fn release_free(
+        &self,
+        _client: &str,
+        _day: &str,
+        _total: bool,
+    ) -> Result<(), StoreError> {
+        refused()
+    }
+
     async fn record(&self, _outcome: Outcome) -> Result<(), StoreError> {
         refused()
     }

@@ -158,6 +158,19 @@ pub trait Store: Send + Sync {
     /// Free calls `client` used on `day`.
     async fn free_used(&self, client: &str, day: &str) -> Result<u64, StoreError>;
 
+    /// Whether free calls are cheaper claimed before the work (`claim_free_within` without an
+    /// outcome) and recorded after it ([`Store::record`]) than claimed with their outcome in
+    /// one step: DynamoDB, where one conditional update returns the new count and a transaction
+    /// of every item costs double. A claim whose answer is not given is then handed back with
+    /// [`Store::release_free`].
+    fn claims_before_work(&self) -> bool {
+        false
+    }
+
+    /// Give back one free call of `client` on `day` (and, with `total`, its unit of the day's
+    /// budget) that was claimed without an outcome and not answered; never below zero.
+    async fn release_free(&self, client: &str, day: &str, total: bool) -> Result<(), StoreError>;
+
     /// Record a paid verification's outcome.
     async fn record(&self, outcome: Outcome) -> Result<(), StoreError>;
 

@@ -19,6 +19,7 @@ pub mod cpu_watch;
 pub mod errors;
 pub mod examples;
 pub mod free_budget;
+mod free_first;
 pub mod in_flight;
 pub mod listings;
 pub mod metered;

@@ -49,6 +49,14 @@ impl Store for MeteredStore {
         timed(Dependency::Store, self.0.free_used(client, day)).await
     }
 
+    fn claims_before_work(&self) -> bool {
+        self.0.claims_before_work()
+    }
+
+    async fn release_free(&self, client: &str, day: &str, total: bool) -> Result<(), StoreError> {
+        timed(Dependency::Store, self.0.release_free(client, day, total)).await
+    }
+
     async fn record(&self, outcome: Outcome) -> Result<(), StoreError> {
         timed(Dependency::Store, self.0.record(outcome)).await
     }

@@ -14,6 +14,8 @@
 //! 4. The checks run, then the free call is claimed and the outcome recorded in one atomic
 //!    step (a lost race wastes one bounded computation and never serves a free answer twice);
 //!    a verification alone in the process signs its report while the store makes that step.
+//!    A store that claims before the work (DynamoDB) takes the other order instead
+//!    ([`super::free_first`]): claim, check, record, and a refusal hands the claim back.
 //!
 //! With a payment, its local checks come first (no network), then the same pricing under the
 //! unpaid ceiling; a request dearer than that is priced under the paid ceiling only after the
@@ -164,6 +166,9 @@ async fn verify_in<'s>(
             return Reply::Error(e);
         }
         return over_free_size(s, call.client, &call.resource).await;
+    }
+    if s.store.claims_before_work() {
+        return super::free_first::verify_free(s, &call, slot).await;
     }
     let now = s.clock.now();
     let day = utc_day(now);
@@ -345,7 +350,7 @@ async fn paid<'s>(
 
 /// A refusal after the request was priced, as the caller's error: over the ceiling it was
 /// priced under is the caller's problem (422).
-fn refusal_error(r: Refused) -> ApiError {
+pub(crate) fn refusal_error(r: Refused) -> ApiError {
     match r {
         Refused::Over(over) => ApiError::InvalidRequest(vec![over_budget_problem(&over)]),
         Refused::Invalid(e) | Refused::Error(e) => e,
@@ -355,7 +360,7 @@ fn refusal_error(r: Refused) -> ApiError {
 /// The outcome a verification adds to its agent's history: none for `test-` or absent IDs,
 /// and none for a verification that checked nothing (a schema asserting nothing, no rule, no
 /// bound): it is evidence of nothing, so it cannot move a score.
-fn outcome_of(req: &VerifyRequest, v: &Unsigned, paid: bool) -> Option<Outcome> {
+pub(crate) fn outcome_of(req: &VerifyRequest, v: &Unsigned, paid: bool) -> Option<Outcome> {
     (req.records_history() && v.checks() > 0).then(|| Outcome {
         agent_id: req.agent_id.clone().unwrap_or_default(),
         verification_id: v.verification_id().to_owned(),

@@ -10,15 +10,26 @@
 //!   key;
 //! - `PAY#<network>#<payer>#<nonce-or-tx>` / `PAY`: a claimed payment, `state` (`claimed`,
 //!   `settling`, `settled`; none on rows older than payment states: settled), `expires_at`
-//!   (TTL).
+//!   (TTL);
+//! - `FREEBUDGET#<day>` / `TOTAL`: `used` (N), the day's free budget across all clients,
+//!   claimed in blocks ([`LEASE_UNITS`], `lease.rs`), `expires_at` (TTL).
 //!
-//! A free verification is one `TransactWriteItems` round trip: the allowance increment
-//! (conditional on `used < limit`), the agent's counters and its outcome commit together or not
-//! at all. Throttling and transient errors are retried by the SDK with backoff; transaction
+//! A free verification is two round trips ([`Store::claims_before_work`]): before the work,
+//! the client's conditional `UpdateItem` (`used < limit`, answering the new count; once per
+//! [`LEASE_UNITS`] calls one more for a block of the budget); after it, one
+//! `TransactWriteItems` of the agent's counters and its outcome (and a signed deliverable's
+//! once-only marker), which commit together or not at all. A claim whose answer is not given
+//! is handed back (`used - 1`). `claim_free_within` with an outcome keeps the one-step form
+//! (allowance, budget, counters and outcome in one transaction) for callers that want it.
+//! Throttling and transient errors are retried by the SDK with backoff; transaction
 //! conflicts (concurrent writers of one hot item) are retried here with jittered backoff;
 //! when they persist the caller gets [`StoreError::Unavailable`] (a retryable 503), never a
 //! wrong count or a lost outcome. Each transaction carries a client request token, so an SDK
 //! retry of a request that did commit is not applied twice.
+
+mod lease;
+
+pub use lease::LEASE_UNITS;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
@@ -28,7 +39,9 @@ use aws_sdk_dynamodb::types::{
     ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
     TransactWriteItem, Update,
 };
+use lease::BudgetLease;
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 use verifier_ports::store::{
     ALLOWANCE_KEEP_DAYS, AgentHistory, FreeClaim, FreeLimit, Outcome, PaidAnswer, PaymentState,
@@ -43,6 +56,10 @@ const CONFLICT_ATTEMPTS: u32 = 12;
 pub struct DynamoStore {
     client: Client,
     table: String,
+    /// Units of the day's free budget claimed and not yet granted by this process.
+    lease: Arc<BudgetLease>,
+    /// Held while the lease is refilled: one block claim at a time.
+    refill: Arc<tokio::sync::Mutex<()>>,
 }
 
 fn s(v: impl Into<String>) -> AttributeValue {
@@ -187,6 +204,8 @@ impl DynamoStore {
         DynamoStore {
             client,
             table: table.to_owned(),
+            lease: Arc::default(),
+            refill: Arc::default(),
         }
     }
 
@@ -274,28 +293,36 @@ impl DynamoStore {
             .map_err(backend)
     }
 
-    /// The conditional update of the day's free budget across all clients.
-    fn budget_update(&self, day: &str, total: u64) -> Result<Update, StoreError> {
+    /// The conditional update claiming `units` of the day's free budget across all clients:
+    /// applied only while they fit (`used + units <= total`).
+    fn budget_update(&self, day: &str, total: u64, units: u64) -> Result<Update, StoreError> {
         Update::builder()
             .table_name(&self.table)
             .key("pk", s(budget_key(day)))
             .key("sk", s("TOTAL"))
-            .update_expression("ADD #used :one SET #exp = if_not_exists(#exp, :exp)")
-            .condition_expression("attribute_not_exists(#used) OR #used < :total")
+            .update_expression("ADD #used :units SET #exp = if_not_exists(#exp, :exp)")
+            .condition_expression("attribute_not_exists(#used) OR #used <= :max")
             .expression_attribute_names("#used", "used")
             .expression_attribute_names("#exp", "expires_at")
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":total", n(total))
+            .expression_attribute_values(":units", n(units))
+            .expression_attribute_values(":max", n(total.saturating_sub(units)))
             .expression_attribute_values(":exp", n(allowance_expiry(day)))
             .build()
             .map_err(backend)
     }
 
-    /// The counters update and the outcome item of one verification.
-    /// The free allowance alone: the same conditional update, on its own.
-    async fn claim_allowance(&self, update: Update, limit: u64) -> Result<FreeClaim, StoreError> {
-        let result = self
-            .client
+    /// Send one [`Update`] on its own (not in a transaction), answering the new values.
+    async fn update_alone(
+        &self,
+        update: &Update,
+    ) -> Result<
+        aws_sdk_dynamodb::operation::update_item::UpdateItemOutput,
+        SdkError<
+            aws_sdk_dynamodb::operation::update_item::UpdateItemError,
+            aws_sdk_dynamodb::config::http::HttpResponse,
+        >,
+    > {
+        self.client
             .update_item()
             .table_name(update.table_name())
             .set_key(Some(update.key().clone()))
@@ -306,7 +333,107 @@ impl DynamoStore {
             .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
+            .await
+    }
+
+    /// Claim a block of [`LEASE_UNITS`] of the day's budget (one conditional update); when a
+    /// block no longer fits, one unit. The units claimed: 0 when the budget is spent.
+    async fn lease_budget(&self, day: &str, total: u64) -> Result<u64, StoreError> {
+        let block = LEASE_UNITS.min(total);
+        let sizes: &[u64] = if block > 1 { &[block, 1] } else { &[1] };
+        for &units in sizes {
+            let update = self.budget_update(day, total, units)?;
+            let claimed = applied(self.update_alone(&update).await, |e| {
+                matches!(
+                    e,
+                    aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(_)
+                )
+            })?;
+            if claimed {
+                return Ok(units);
+            }
+        }
+        Ok(0)
+    }
+
+    /// A free claim before the work ([`Store::claims_before_work`]): the client's conditional
+    /// update, which answers the new count; then, with a budget, a unit of this process's
+    /// lease — refilled with a block (one more round trip, once per [`LEASE_UNITS`] calls)
+    /// by one caller at a time, so a process answers "spent" only when the table has no unit
+    /// left and it holds none. Units are taken only for granted calls, so none is stranded
+    /// by a client whose own allowance is spent.
+    async fn claim_before_work(
+        &self,
+        client: &str,
+        day: &str,
+        limit: FreeLimit,
+    ) -> Result<FreeClaim, StoreError> {
+        // An allowance of 0 grants nothing (the condition would let a first call through).
+        if limit.per_client == 0 {
+            return Ok(FreeClaim::Exhausted { used: 0 });
+        }
+        let update = self.allowance_update(client, day, limit.per_client)?;
+        let claim = self.claim_allowance(update, limit.per_client).await?;
+        let (Some(total), FreeClaim::Granted { .. }) = (limit.total, claim) else {
+            return Ok(claim);
+        };
+        let unit = match self.budget_unit(day, total).await {
+            Ok(unit) => unit,
+            Err(e) => {
+                self.give_back(client, day).await?;
+                return Err(e);
+            }
+        };
+        if unit {
+            Ok(claim)
+        } else {
+            self.give_back(client, day).await?;
+            Ok(FreeClaim::BudgetSpent)
+        }
+    }
+
+    /// One unit of the day's budget: from the lease, or from a block claimed now.
+    async fn budget_unit(&self, day: &str, total: u64) -> Result<bool, StoreError> {
+        if self.lease.take(day) {
+            return Ok(true);
+        }
+        let _refilling = self.refill.lock().await;
+        if self.lease.take(day) {
+            return Ok(true);
+        }
+        let units = self.lease_budget(day, total).await?;
+        self.lease.add(day, units.saturating_sub(1));
+        Ok(units > 0)
+    }
+
+    /// Take one free call back from `client`'s count of `day` (never below zero).
+    async fn give_back(&self, client: &str, day: &str) -> Result<(), StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(allowance_key(client, day)))
+            .key("sk", s("ALLOW"))
+            .update_expression("ADD #used :minus_one")
+            .condition_expression("#used > :zero")
+            .expression_attribute_names("#used", "used")
+            .expression_attribute_values(":minus_one", n(-1))
+            .expression_attribute_values(":zero", n(0))
+            .send()
             .await;
+        applied(result, |e| {
+            matches!(
+                e,
+                aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(_)
+            )
+        })
+        .map(|_| ())
+    }
+
+    /// The counters update and the outcome item of one verification.
+    /// The free allowance alone: the same conditional update, on its own.
+    async fn claim_allowance(&self, update: Update, limit: u64) -> Result<FreeClaim, StoreError> {
+        let result = self.update_alone(&update).await;
         match result {
             Ok(out) => Ok(FreeClaim::Granted {
                 used: out.attributes.as_ref().map_or(1, |a| num(a, "used")),
@@ -440,15 +567,16 @@ impl Store for DynamoStore {
         if limit.total == Some(0) {
             return Ok(FreeClaim::BudgetSpent);
         }
+        let Some(outcome) = outcome else {
+            return self.claim_before_work(client, day, limit).await;
+        };
+        let outcome = Some(outcome);
         let update = self.allowance_update(client, day, limit.per_client)?;
-        if limit.total.is_none() && outcome.is_none() {
-            return self.claim_allowance(update, limit.per_client).await;
-        }
         // The client's count, then (with a budget) the day's total: one transaction, so both
         // conditions hold together or nothing is written.
         let mut counts = vec![TransactWriteItem::builder().update(update.clone()).build()];
         if let Some(total) = limit.total {
-            let budget = self.budget_update(day, total)?;
+            let budget = self.budget_update(day, total, 1)?;
             counts.push(TransactWriteItem::builder().update(budget).build());
         }
         let first_outcome_item = counts.len();
@@ -510,6 +638,19 @@ impl Store for DynamoStore {
             .await
             .map_err(classify)?;
         Ok(out.item.as_ref().map_or(0, |i| num(i, "used")))
+    }
+
+    fn claims_before_work(&self) -> bool {
+        true
+    }
+
+    async fn release_free(&self, client: &str, day: &str, total: bool) -> Result<(), StoreError> {
+        self.give_back(client, day).await?;
+        if total {
+            // The budget's unit stays claimed in the table; this process grants it again.
+            self.lease.add(day, 1);
+        }
+        Ok(())
     }
 
     async fn record(&self, outcome: Outcome) -> Result<(), StoreError> {

@@ -172,6 +172,103 @@ async fn the_free_budget_is_exact_under_concurrency(store: Arc<dyn Store>) {
 }
 contract!(the_free_budget_is_exact_under_concurrency);
 
+/// Claims made before the work (no outcome, as the service makes them on a store that
+/// [`Store::claims_before_work`]): 120 claims from 40 clients (3 each, a per-client limit of
+/// 2) against a budget of 40 grant exactly 40 under concurrency, every count is exact (the
+/// refused gave theirs back), and a call handed back with `release_free` is granted again —
+/// once.
+async fn claims_before_the_work_are_exact_and_can_be_given_back(store: Arc<dyn Store>) {
+    let day = utc_day(3);
+    let limit = FreeLimit {
+        per_client: 2,
+        total: Some(40),
+    };
+    let tasks: Vec<_> = (0..120)
+        .map(|i| {
+            let (store, day) = (store.clone(), day.clone());
+            tokio::spawn(async move {
+                let client = format!("198.51.100.{}", i % 40);
+                let claim = store.claim_free_within(&client, &day, limit, None).await;
+                (client, claim.expect("claim"))
+            })
+        })
+        .collect();
+    let (mut granted, mut exhausted, mut spent) = (0u64, 0, 0);
+    let mut holder = None;
+    for t in tasks {
+        match t.await.expect("join") {
+            (client, FreeClaim::Granted { used }) => {
+                assert!((1..=2).contains(&used), "{used}");
+                granted += 1;
+                holder = Some(client);
+            }
+            (_, FreeClaim::Exhausted { used }) => {
+                assert_eq!(used, 2);
+                exhausted += 1;
+            }
+            (_, FreeClaim::BudgetSpent) => spent += 1,
+        }
+    }
+    assert_eq!(
+        granted, 40,
+        "exactly the budget ({exhausted} exhausted, {spent} spent)"
+    );
+    assert_eq!(granted + exhausted + spent, 120);
+    let mut counted = 0;
+    for i in 0..40 {
+        counted += store
+            .free_used(&format!("198.51.100.{i}"), &day)
+            .await
+            .expect("used");
+    }
+    assert_eq!(counted, granted, "the refused claims left no count behind");
+
+    // One granted call handed back: its client's count drops, and one more call is granted.
+    let holder = holder.expect("a granted client");
+    let before = store.free_used(&holder, &day).await.expect("used");
+    store
+        .release_free(&holder, &day, true)
+        .await
+        .expect("release");
+    assert_eq!(
+        store.free_used(&holder, &day).await.expect("used"),
+        before - 1
+    );
+    let newcomer = |n| format!("203.0.113.{n}");
+    assert!(matches!(
+        store
+            .claim_free_within(&newcomer(1), &day, limit, None)
+            .await
+            .expect("claim"),
+        FreeClaim::Granted { used: 1 }
+    ));
+    assert_eq!(
+        store
+            .claim_free_within(&newcomer(2), &day, limit, None)
+            .await
+            .expect("claim"),
+        FreeClaim::BudgetSpent
+    );
+    assert_eq!(
+        store.free_used(&newcomer(2), &day).await.expect("used"),
+        0,
+        "a claim refused for the budget is not counted against its client"
+    );
+    // An allowance of 0 grants nothing, not even a first call.
+    let none = FreeLimit {
+        per_client: 0,
+        total: Some(40),
+    };
+    assert_eq!(
+        store
+            .claim_free_within(&newcomer(3), &utc_day(4), none, None)
+            .await
+            .expect("claim"),
+        FreeClaim::Exhausted { used: 0 }
+    );
+}
+contract!(claims_before_the_work_are_exact_and_can_be_given_back);
+
 async fn claims_record_outcomes_and_exhausted_claims_record_nothing(store: Arc<dyn Store>) {
     let day = &utc_day(0);
     let o1 = outcome("agent-h", true, "2026-12-04T01:00:00.000000+00:00");

@@ -179,6 +179,23 @@ pub(super) fn stage(
                     (outcome.as_ref(), FreeClaim::Granted { used: used + 1 })
                 }
                 Op::Record { outcome } => (Some(outcome), FreeClaim::Granted { used: 0 }),
+                Op::GiveBack { key, total } => {
+                    let row = allowance::split_claim_key(key)
+                        .ok_or("a free call given back has no day")?;
+                    let counts = table(&mut allowance)?;
+                    let rows = [Some(row), total.then_some((row.0, allowance::TOTAL_CLIENT))];
+                    for row in rows.into_iter().flatten() {
+                        let used = counts
+                            .get(row)
+                            .map_err(|e| e.to_string())?
+                            .map_or(0, |g| g.value());
+                        if used > 0 {
+                            counts.insert(row, used - 1).map_err(|e| e.to_string())?;
+                        }
+                    }
+                    results.push(FreeClaim::Granted { used: 0 });
+                    continue;
+                }
                 Op::Payment { key, keep_until } => {
                     let seen = table(&mut payments)?
                         .get(key.as_str())

@@ -133,6 +133,12 @@ enum Op {
     Record {
         outcome: Outcome,
     },
+    /// Give back one free call claimed without an outcome (and its unit of the day's budget
+    /// with `total`); never below zero.
+    GiveBack {
+        key: String,
+        total: bool,
+    },
     /// A payment claim; answered `Granted` when first, `Exhausted` when a replay.
     Payment {
         key: String,
@@ -693,6 +699,11 @@ impl Store for EmbeddedStore {
 
     async fn record(&self, outcome: Outcome) -> Result<(), StoreError> {
         self.submit(Op::Record { outcome }).await.map(|_| ())
+    }
+
+    async fn release_free(&self, client: &str, day: &str, total: bool) -> Result<(), StoreError> {
+        let key = allowance::claim_key(client, day);
+        self.submit(Op::GiveBack { key, total }).await.map(|_| ())
     }
 
     async fn claim_payment(&self, key: &str, keep_until: i64) -> Result<bool, StoreError> {
