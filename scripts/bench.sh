@@ -128,7 +128,7 @@ for variant in $VARIANTS; do
   port=$(free_port)
   data=$work/data-$variant
   RUST_LOG=${SERVER_LOG:-warn} "${server_cpu[@]}" "$bin" serve --listen "127.0.0.1:$port" --data-dir "$data" \
-    --free-allowance-per-day 1000000000 --durability "$DURABILITY" >"$work/server-$variant.log" 2>&1 &
+    --free-allowance-per-day 1000000000 --free-calls-total-per-day 1000000000000 --durability "$DURABILITY" >"$work/server-$variant.log" 2>&1 &
   pid=$!
   for _ in $(seq 1000); do
     curl -sf "http://127.0.0.1:$port/health" >/dev/null && break
@@ -217,7 +217,7 @@ if [ "$PEER" != 0 ]; then
   for round in $(seq "$PEER_ROUNDS"); do
     port=$(free_port)
     RUST_LOG=warn "${server_cpu[@]}" "$bin" serve --listen "127.0.0.1:$port" --data-dir "$work/data-peer-$round" \
-      --free-allowance-per-day 1000000000 --durability "$DURABILITY" >"$work/server-peer.log" 2>&1 &
+      --free-allowance-per-day 1000000000 --free-calls-total-per-day 1000000000000 --durability "$DURABILITY" >"$work/server-peer.log" 2>&1 &
     pid=$!
     await_200 "http://127.0.0.1:$port/verify/schema" "$body"
     cp "$work/answer.json" "$work/ours.json"

@@ -49,6 +49,8 @@ impl Server {
             ])
             .arg(dir.path())
             .env("VERIFIER_FREE_ALLOWANCE_PER_DAY", allowance.to_string())
+            // The day's free budget would turn a long run's free calls into 402s: no cap here.
+            .env("VERIFIER_FREE_CALLS_TOTAL_PER_DAY", "1000000000000")
             .env(
                 "VERIFIER_PAY_TO_BASE",
                 "0x1111111111111111111111111111111111111111",

@@ -14,6 +14,7 @@
 //
 // Prints a JSON summary; exit 0 when every MCP step passed (the bazaar verdict is reported in
 // `bazaar.ok` and does not change the exit code), 1 when a step failed, 2 on a setup error.
+import { isDeepStrictEqual } from "node:util";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { validateBazaar } from "./lib/bazaar.mjs";
@@ -75,7 +76,8 @@ try {
       verificationId: sc.verification_id ?? null,
       signed: Boolean(sc.signature || sc.attestation),
       textMirrorsStructured: r.content?.[0]?.type === "text" && safeParse(r.content[0].text) !== undefined
-        && JSON.stringify(safeParse(r.content[0].text)) === JSON.stringify(r.structuredContent),
+        // The same JSON value (the text is the REST body's own text: its key order may differ).
+        && isDeepStrictEqual(safeParse(r.content[0].text), r.structuredContent),
       meta: r._meta ?? null,
     };
     if (r.isError) failed("verifySchema", `isError result: ${JSON.stringify(r.structuredContent ?? r.content)}`);

@@ -130,10 +130,16 @@ fn refusal_of(status: StatusCode) -> ApiError {
 /// A JSON-RPC error answer of rmcp's with the standard message for its code and no `data`;
 /// `None` when the answer is not a JSON-RPC error.
 fn standard_error(bytes: &[u8]) -> Option<Vec<u8>> {
-    // Tool results (most answers) are left alone without being parsed.
-    if !bytes.windows(7).any(|w| w == b"\"error\"") {
+    if is_result(bytes) {
         return None;
     }
+    // Otherwise scanned, not built into values: whether the message has a top-level `error`
+    // member (one inside a result's content does not count).
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        error: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_slice::<Envelope>(bytes).ok()?.error?;
     let mut answer: Value = serde_json::from_slice(bytes).ok()?;
     let error = answer.get_mut("error")?.as_object_mut()?;
     let code = error.get("code").and_then(Value::as_i64).unwrap_or(-32603);
@@ -143,6 +149,22 @@ fn standard_error(bytes: &[u8]) -> Option<Vec<u8>> {
         error.insert("data".into(), version_data(data.as_ref()));
     }
     serde_json::to_vec(&answer).ok()
+}
+
+/// Whether rmcp's answer is a result, read from its first members as rmcp writes them
+/// (`{"jsonrpc":"2.0","id":<id>,"result":…`) without reading the result itself (tool results
+/// are most answers, and kilobytes long). Any other layout answers `false`, and the caller
+/// scans the whole message.
+fn is_result(bytes: &[u8]) -> bool {
+    const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+    let Some(rest) = bytes.strip_prefix(HEAD) else {
+        return false;
+    };
+    let mut ids = serde_json::Deserializer::from_slice(rest).into_iter::<serde::de::IgnoredAny>();
+    match ids.next() {
+        Some(Ok(_)) => rest[ids.byte_offset()..].starts_with(br#","result":"#),
+        _ => false,
+    }
 }
 
 /// MCP's "unsupported protocol version" error code.
@@ -334,5 +356,17 @@ mod tests {
             json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32601, "message": "Method not found"}})
         );
         assert!(standard_error(br#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#).is_none());
+        assert!(is_result(br#"{"jsonrpc":"2.0","id":"a\"b","result":{}}"#));
+        assert!(is_result(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#));
+        assert!(!is_result(
+            br#"{"jsonrpc":"2.0","id":"a\",\"result\":","error":{}}"#
+        ));
+        // A result that mentions an error in its content is a result.
+        assert!(
+            standard_error(
+                br#"{"jsonrpc":"2.0","id":3,"result":{"structuredContent":{"error":"x","flags":[{"severity":"error"}]}}}"#
+            )
+            .is_none()
+        );
     }
 }

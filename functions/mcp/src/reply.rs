@@ -3,7 +3,7 @@
 //! `structuredContent` and `content[0].text`, the `free_trial` in `_meta`), errors in the
 //! service's one error shape.
 
-use rmcp::model::{CallToolResult, MetaObject};
+use rmcp::model::{CallToolResult, ContentBlock, MetaObject};
 use serde_json::{Map, Value, json};
 use verifier_service::config::ServiceConfig;
 use verifier_service::errors::ApiError;
@@ -31,6 +31,9 @@ pub fn tool_result(reply: Reply, config: &ServiceConfig) -> CallToolResult {
     match reply {
         Reply::Answer(answer) => {
             let body: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+            // The text mirror is the answer's own JSON text (as REST sends it), not the
+            // parsed value written out again.
+            let text = String::from_utf8(answer.body).unwrap_or_else(|_| body.to_string());
             let mut extra = Map::new();
             match answer.billing {
                 Billing::Free {
@@ -51,7 +54,10 @@ pub fn tool_result(reply: Reply, config: &ServiceConfig) -> CallToolResult {
                 }
                 Billing::NotCharged => {}
             }
-            CallToolResult::structured(body).with_meta(meta(extra))
+            let mut result = CallToolResult::structured(Value::Null);
+            result.content = vec![ContentBlock::text(text)];
+            result.structured_content = Some(body);
+            result.with_meta(meta(extra))
         }
         Reply::PaymentRequired(demand) => {
             let required = serde_json::to_value(&demand.required).unwrap_or_default();

@@ -95,7 +95,7 @@ impl ServerHandler for VerifierMcp {
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let s = &self.services;
@@ -105,13 +105,14 @@ impl ServerHandler for VerifierMcp {
             return Ok(error(&ApiError::Internal, config).into());
         };
         let payment = payment_of(&request, &context);
-        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        let arguments = Value::Object(request.arguments.take().unwrap_or_default());
         let result = match request.name.as_ref() {
             VERIFY => {
-                // The bytes received; the re-serialized arguments only where no HTTP body was
-                // measured (never smaller than the arguments themselves).
-                let serialized = serde_json::to_vec(&arguments).map_or(0, |b| b.len());
-                let body_len = received_bytes(&context).unwrap_or(0).max(serialized);
+                // The bytes received (they hold the arguments); the re-serialized arguments
+                // only where no HTTP body was measured.
+                let body_len = received_bytes(&context).unwrap_or_else(|| {
+                    serde_json::to_vec(&arguments).map_or(usize::MAX, |b| b.len())
+                });
                 if body_len > config.hard_body_limit {
                     error(
                         &ApiError::BodyTooLarge {
