@@ -51,7 +51,7 @@ components_install
 (cd tests/x402 && if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then
   npm ci --no-audit --no-fund --silent; touch node_modules; fi)
 
-step "Debian packages: headless Chromium (the /docs check), promtool (the metrics check)"
+step "Debian packages: headless Chromium (the /docs check), promtool (the metrics check), nginx (the trusted-proxy check)"
 # apt_install PACKAGE COMMAND [apt-get options]: install PACKAGE unless COMMAND exists (as root).
 apt_install() {
   command -v "$2" >/dev/null 2>&1 && return 0
@@ -65,6 +65,7 @@ apt_install() {
 }
 apt_install chromium chromium
 apt_install prometheus promtool --no-install-recommends
+apt_install nginx-light nginx --no-install-recommends
 
 step "start DynamoDB Local and moto"
 start_dynamodb_local

@@ -74,7 +74,7 @@ fn run(listen: SocketAddr, answer: PathBuf) -> ExitCode {
     );
     let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(listen).await?;
-        verifier::listener::serve(listener, app, 1 << 20, async {
+        verifier::listener::serve(listener, app, 1 << 20, Default::default(), async {
             let _ = tokio::signal::ctrl_c().await;
         })
         .await

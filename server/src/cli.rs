@@ -177,6 +177,12 @@ pub struct ServeOpts {
     /// calibrate` measures it). 0.0001 to 1000.
     #[arg(long, env = "VERIFIER_COST_SCALE", default_value = "1", value_parser = parse_cost_scale)]
     pub cost_scale: u64,
+    /// Reverse proxies whose forwarding headers name the client: comma-separated addresses or
+    /// CIDR networks (`127.0.0.1,10.0.0.0/8`). Only a request whose TCP peer is inside one is
+    /// read so (`Forwarded`, else `X-Forwarded-For`: the right-most address not itself a
+    /// trusted proxy); from any other peer the headers are ignored. None by default.
+    #[arg(long, env = "VERIFIER_TRUSTED_PROXIES", default_value = "")]
+    pub trusted_proxies: crate::proxies::TrustedProxies,
     /// IPv6 callers share one free allowance per network of this prefix length (IPv4: one per
     /// address).
     #[arg(long, env = "VERIFIER_IPV6_PREFIX", default_value_t = 64, value_parser = clap::value_parser!(u8).range(16..=128))]

@@ -8,5 +8,6 @@ pub mod keyfile;
 pub mod listener;
 pub mod metrics_listener;
 pub mod offline;
+pub mod proxies;
 pub mod serve;
 pub mod unread_body;

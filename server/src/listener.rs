@@ -1,9 +1,10 @@
 //! The HTTP/1.1 accept loop of the local server: hyper with a header-read timeout (a client
 //! that never finishes its headers is dropped), TCP_NODELAY, the socket peer as the client
-//! address, `Connection: close` on an answer given before the request body was read (see
+//! address (or, from a trusted proxy, the client its forwarding headers name), `Connection: close` on an answer given before the request body was read (see
 //! [`unread_body`]), and a graceful shutdown that lets in-flight requests finish.
 
 use crate::chunk_watch::ChunkWatch;
+use crate::proxies::TrustedProxies;
 use crate::unread_body;
 use axum::Router;
 use axum::extract::Request;
@@ -25,11 +26,13 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Serve `app` on `listener` until `shutdown` completes; `body_limit` is the hard body limit
-/// (a chunk that cannot fit is answered at once, see [`crate::chunk_watch`]).
+/// (a chunk that cannot fit is answered at once, see [`crate::chunk_watch`]); a request from
+/// one of `proxies` names its client in its forwarding headers ([`crate::proxies`]).
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     body_limit: u64,
+    proxies: Arc<TrustedProxies>,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let graceful = GracefulShutdown::new();
@@ -55,11 +58,17 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let app = app.clone();
         let client = ClientAddr(peer.ip().to_string());
+        let proxies = proxies.clone();
         let alarm = BodyAlarm::new();
         let stream = ChunkWatch::new(stream, body_limit, alarm.clone());
         let requests = Arc::new(AtomicU64::new(0));
         let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
-            req.extensions_mut().insert(client.clone());
+            let client = if proxies.is_empty() {
+                client.clone()
+            } else {
+                ClientAddr(proxies.client(peer.ip(), req.headers()).to_string())
+            };
+            req.extensions_mut().insert(client);
             req.extensions_mut().insert(ConnectionBody {
                 seq: requests.fetch_add(1, Ordering::Relaxed),
                 alarm: alarm.clone(),

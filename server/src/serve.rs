@@ -364,9 +364,11 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
         max_body_bytes = opts.max_body_bytes,
         unpaid_cpu_ms = opts.unpaid_cpu_ms,
         paid_cpu_ms = opts.paid_cpu_ms,
+        trusted_proxy_networks = opts.trusted_proxies.len(),
         "verifier listening"
     );
-    crate::listener::serve(listener, app, hard_body_limit, shutdown()).await?;
+    let proxies = Arc::new(opts.trusted_proxies.clone());
+    crate::listener::serve(listener, app, hard_body_limit, proxies, shutdown()).await?;
     tracing::info!("verifier stopped: connections drained");
     Ok(())
 }

@@ -62,6 +62,7 @@ async fn start(free_per_day: u64, clock: Arc<dyn Clock>) -> Running {
         listener,
         router,
         1 << 20,
+        Default::default(),
         std::future::pending(),
     ));
     Running {
