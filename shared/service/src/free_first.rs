@@ -10,10 +10,10 @@
 
 use super::pricing::{Refused, price, second_look};
 use super::unpaid::{allowance_spent, free_budget_spent, over_free_budget, screen};
-use super::verify::{outcome_of, refusal_error};
 use super::{Billing, Reply, Services};
 use crate::call::{VerifyCall, store_error};
 use crate::free_budget::day_index;
+use crate::priced_result::{outcome_of, refusal_error};
 use std::sync::Arc;
 use verifier_ports::clock::{next_utc_midnight, rfc3339_seconds, utc_day};
 use verifier_ports::store::{FreeClaim, FreeLimit};

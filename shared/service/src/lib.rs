@@ -27,6 +27,7 @@ pub mod overruns;
 pub mod paid;
 pub mod payments;
 pub mod pool;
+pub mod priced_result;
 pub mod pricing;
 pub mod routes;
 pub mod score;
