@@ -1,7 +1,9 @@
 """The stores under the real server: DynamoDB Local keeps the allowance exact and every outcome
 under 200 concurrent verifications; killing the server in the middle of a load run loses no
 answered call (embedded and DynamoDB). A call cut off between commit and response is counted
-and recorded but never answered: the client sees a connection error and may retry."""
+and recorded but never answered: the client sees a connection error and may retry. On DynamoDB a
+free call is claimed before its work and recorded after it, so one cut off between the two is
+counted and not recorded."""
 import os
 import signal
 import threading
@@ -103,5 +105,11 @@ def test_killing_the_server_mid_load_loses_no_answered_call(start_server, tmp_pa
         # The allowance counted every recorded call, answered or not (and this one).
         r = post(server.url)
         used = 100_000 - int(r.headers["free-allowance-remaining"])
-        assert used == len(answered) + recorded_unanswered + round_no + 1, \
-            (used, len(answered), recorded_unanswered)
+        counted = len(answered) + recorded_unanswered + round_no + 1
+        if store == "dynamodb":
+            # Claimed before the work and recorded after it: a call cut off between the two is
+            # counted and not recorded (at most one per worker a round), never the reverse.
+            assert counted <= used <= counted + workers * (round_no + 1), \
+                (used, len(answered), recorded_unanswered)
+        else:
+            assert used == counted, (used, len(answered), recorded_unanswered)
