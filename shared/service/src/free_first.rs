@@ -69,30 +69,18 @@ pub(super) async fn verify_free<'s>(
             Err(e) => Reply::Error(store_error(e)),
         }
     };
-    let priced = match price(s, call, s.config.budgets.unpaid, slot).await {
-        Ok(p) => p,
-        Err(Refused::Over(over)) => {
-            let over = second_look(s, call, over);
-            return given_back(over_free_budget(
-                s,
-                &call.resource,
-                used.saturating_sub(1),
-                over,
-            ))
-            .await;
-        }
-        Err(Refused::Invalid(e) | Refused::Error(e)) => return given_back(Reply::Error(e)).await,
+    // Priced, then checked; the estimate of a request over the unpaid ceiling gets its second
+    // look (a 402 or, past any ceiling, a 422), and every refusal gives the claim back.
+    let checked = match price(s, call, s.config.budgets.unpaid, slot).await {
+        Ok(priced) => priced.check(s, &call.request, call.client, now).await,
+        Err(Refused::Over(over)) => Err(Refused::Over(second_look(s, call, over))),
+        Err(refused) => Err(refused),
     };
-    let checked = match priced.check(s, &call.request, call.client, now).await {
+    let checked = match checked {
         Ok(checked) => checked,
         Err(Refused::Over(over)) => {
-            return given_back(over_free_budget(
-                s,
-                &call.resource,
-                used.saturating_sub(1),
-                over,
-            ))
-            .await;
+            let refusal = over_free_budget(s, &call.resource, used.saturating_sub(1), over);
+            return given_back(refusal).await;
         }
         Err(Refused::Invalid(e) | Refused::Error(e)) => return given_back(Reply::Error(e)).await,
     };

@@ -102,6 +102,16 @@ where
     }
 }
 
+/// Whether an `UpdateItem` failed only on its condition (for [`applied`]).
+fn update_condition_failed(e: &aws_sdk_dynamodb::operation::update_item::UpdateItemError) -> bool {
+    matches!(
+        e,
+        aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(
+            _
+        )
+    )
+}
+
 /// Throttling, timeouts and dispatch failures that outlived the SDK's retries are transient:
 /// the caller may retry. Other service errors are backend failures.
 fn classify<E, R>(e: SdkError<E, R>) -> StoreError
@@ -343,12 +353,7 @@ impl DynamoStore {
         let sizes: &[u64] = if block > 1 { &[block, 1] } else { &[1] };
         for &units in sizes {
             let update = self.budget_update(day, total, units)?;
-            let claimed = applied(self.update_alone(&update).await, |e| {
-                matches!(
-                    e,
-                    aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(_)
-                )
-            })?;
+            let claimed = applied(self.update_alone(&update).await, update_condition_failed)?;
             if claimed {
                 return Ok(units);
             }
@@ -368,10 +373,6 @@ impl DynamoStore {
         day: &str,
         limit: FreeLimit,
     ) -> Result<FreeClaim, StoreError> {
-        // An allowance of 0 grants nothing (the condition would let a first call through).
-        if limit.per_client == 0 {
-            return Ok(FreeClaim::Exhausted { used: 0 });
-        }
         let update = self.allowance_update(client, day, limit.per_client)?;
         let claim = self.claim_allowance(update, limit.per_client).await?;
         let (Some(total), FreeClaim::Granted { .. }) = (limit.total, claim) else {
@@ -421,13 +422,7 @@ impl DynamoStore {
             .expression_attribute_values(":zero", n(0))
             .send()
             .await;
-        applied(result, |e| {
-            matches!(
-                e,
-                aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(_)
-            )
-        })
-        .map(|_| ())
+        applied(result, update_condition_failed).map(|_| ())
     }
 
     /// The counters update and the outcome item of one verification.
@@ -567,10 +562,13 @@ impl Store for DynamoStore {
         if limit.total == Some(0) {
             return Ok(FreeClaim::BudgetSpent);
         }
+        // Nor does an allowance of 0 (the client's condition would let a first call through).
+        if limit.per_client == 0 {
+            return Ok(FreeClaim::Exhausted { used: 0 });
+        }
         let Some(outcome) = outcome else {
             return self.claim_before_work(client, day, limit).await;
         };
-        let outcome = Some(outcome);
         let update = self.allowance_update(client, day, limit.per_client)?;
         // The client's count, then (with a budget) the day's total: one transaction, so both
         // conditions hold together or nothing is written.
@@ -581,15 +579,11 @@ impl Store for DynamoStore {
         }
         let first_outcome_item = counts.len();
         let mut items = counts.clone();
-        if let Some(o) = &outcome {
-            items.extend(self.outcome_items(o)?);
-        }
+        items.extend(self.outcome_items(&outcome)?);
         let reasons = match self.transact(items).await? {
             // The signed deliverable was recorded before: the call is granted, its outcome
             // is not counted twice.
-            Some(reasons)
-                if outcome.is_some() && deliverable_seen(&reasons, first_outcome_item) =>
-            {
+            Some(reasons) if deliverable_seen(&reasons, first_outcome_item) => {
                 if limit.total.is_none() {
                     return self.claim_allowance(update, limit.per_client).await;
                 }
@@ -745,12 +739,7 @@ impl Store for DynamoStore {
             .expression_attribute_values(":to", s(to.as_str()))
             .send()
             .await;
-        applied(result, |e| {
-            matches!(
-                e,
-                aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(_)
-            )
-        })
+        applied(result, update_condition_failed)
     }
 
     async fn release_payment(&self, key: &str) -> Result<(), StoreError> {
