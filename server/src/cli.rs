@@ -26,7 +26,8 @@ pub enum Command {
         #[command(subcommand)]
         action: ReceiptAction,
     },
-    /// The local server's signing key.
+    /// The local server's signing key (`keys` works too).
+    #[command(visible_alias = "keys")]
     Key {
         #[command(subcommand)]
         action: KeyAction,
@@ -72,6 +73,26 @@ pub enum KeyAction {
     /// Make the local signing key (as `serve` does on its first start) unless it exists, and
     /// print its version and where its public half is listed.
     Init(KeyInitOpts),
+    /// Make a new signing key; the old one's public half stays listed, so its receipts keep
+    /// verifying. A running server signs with the new key after a restart.
+    Rotate(KeyInitOpts),
+    /// Mark a key revoked in the ring: receipts attested at or after the time are refused by
+    /// every verifier that reads the card; revoking the active key rotates it first. Restart a
+    /// running server to publish it.
+    Revoke(KeyRevokeOpts),
+}
+
+/// Options of `key revoke`.
+#[derive(Debug, Args)]
+pub struct KeyRevokeOpts {
+    /// The key's version, as the ring lists it (`keyVersion`).
+    pub version: String,
+    /// From when (RFC 3339, e.g. when the leak began); now when absent.
+    #[arg(long)]
+    pub at: Option<String>,
+    /// Directory of the local signing key.
+    #[arg(long, env = "VERIFIER_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
 }
 
 /// Options of `key init`.

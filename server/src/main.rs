@@ -19,9 +19,11 @@ fn main() -> ExitCode {
         Command::Receipt {
             action: ReceiptAction::Verify(opts),
         } => offline::verify_receipt(opts),
-        Command::Key {
-            action: KeyAction::Init(opts),
-        } => offline::key_init(opts),
+        Command::Key { action } => match action {
+            KeyAction::Init(opts) => offline::key_init(opts),
+            KeyAction::Rotate(opts) => offline::key_rotate(opts),
+            KeyAction::Revoke(opts) => offline::key_revoke(opts),
+        },
         Command::Agent {
             action: AgentAction::Keygen(opts),
         } => agent::keygen(opts),

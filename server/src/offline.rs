@@ -1,6 +1,6 @@
 //! `verifier verify` and `verifier receipt verify`: offline tools.
 
-use crate::cli::{KeyInitOpts, ReceiptOpts, VerifyOpts};
+use crate::cli::{KeyInitOpts, KeyRevokeOpts, ReceiptOpts, VerifyOpts};
 use crate::keyfile;
 use serde_json::{Map, Value};
 use std::io::Write;
@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use verifier_engine::{Engine, EngineConfig, EngineError, VerifyRequest};
 use verifier_ports::keys::KeySource;
 use verifier_receipt::attest::{
-    ReceiptIdentity, TRUST_SCORE_CONTEXT, verify_receipt as check_receipt,
+    BACKDATING_WARNING, ReceiptIdentity, TRUST_SCORE_CONTEXT, verify_receipt as check_receipt,
 };
 use verifier_receipt::binding::{ExpectedHashes, check_binding};
 use verifier_receipt::keys::{SigningIdentity, parse_key_list};
@@ -146,6 +146,44 @@ pub fn key_init(opts: KeyInitOpts) -> ExitCode {
     }
 }
 
+/// `key rotate`: a new local signing key.
+pub fn key_rotate(opts: KeyInitOpts) -> ExitCode {
+    report_key_change("rotate", keyfile::rotate(&opts.data_dir))
+}
+
+/// `key revoke VERSION [--at TIME]`.
+pub fn key_revoke(opts: KeyRevokeOpts) -> ExitCode {
+    report_key_change(
+        "revoke",
+        keyfile::revoke(&opts.data_dir, &opts.version, opts.at.as_deref()),
+    )
+}
+
+fn report_key_change(
+    command: &str,
+    change: Result<keyfile::KeyChange, keyfile::KeyFileError>,
+) -> ExitCode {
+    match change {
+        Ok(change) => {
+            if let Some((version, at)) = &change.revoked {
+                println!("key {version} revoked at {at}");
+            }
+            if let Some(old) = &change.replaced {
+                println!("key {} replaces {old}", change.active);
+            }
+            println!(
+                "key {} signs; restart a running server to publish the change",
+                change.active
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("verifier key {command}: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn problems(list: &[verifier_engine::FieldProblem]) -> String {
     list.iter()
         .map(|p| format!("{} {} — {}", p.field, p.problem, p.fix))
@@ -213,6 +251,12 @@ pub fn verify_receipt(opts: ReceiptOpts) -> ExitCode {
         println!(
             "{}",
             identity_line(id, verified.context == TRUST_SCORE_CONTEXT)
+        );
+    }
+    if let Some(revoked_at) = &verified.key_revoked_at {
+        println!(
+            "warning: key {} revoked at {revoked_at}: {BACKDATING_WARNING}",
+            verified.key_version
         );
     }
     ExitCode::SUCCESS

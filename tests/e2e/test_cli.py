@@ -88,3 +88,45 @@ def test_receipt_verify_binds_the_hosted_receipt_to_its_request(tmp_path):
     both = receipt_verify(tmp_path / "resp.json", "--keys", tmp_path / "keys.json", "--request", tmp_path / "req.json",
                           "--output", tmp_path / "out.json")
     assert both.returncode == 2
+
+
+def test_a_revoked_key_refuses_receipts_from_its_revocation_on_and_warns_before(tmp_path):
+    """`verifier keys revoke` marks a key in the ring; `receipt verify` refuses a receipt
+    attested at or after that time with the reason, and accepts an earlier one with the
+    backdating warning. Revoking the active key rotates it, so nothing new is signed by it."""
+    data = tmp_path / "data"
+    assert subprocess.run([BIN, "keys", "init", "--data-dir", str(data)], capture_output=True).returncode == 0
+    old = json.loads((data / "public-keys.json").read_text())[0]["keyVersion"]
+    signed = run(tmp_path, {"type": "object"}, {"a": 1})
+    assert signed.returncode == 0, signed.stderr
+    (tmp_path / "resp.json").write_text(signed.stdout)
+    attested = json.loads(signed.stdout)["attestation"]["timestamp"]
+
+    later = subprocess.run([BIN, "keys", "revoke", old, "--at", "2999-01-01T00:00:00Z", "--data-dir", str(data)],
+                           capture_output=True, text=True)
+    assert later.returncode == 0, later.stderr
+    assert f"key {old} revoked at 2999-01-01T00:00:00.000000+00:00" in later.stdout
+    assert "replaces " + old in later.stdout, "the active key was rotated away"
+    ring = json.loads((data / "public-keys.json").read_text())
+    assert [k["keyVersion"] for k in ring][0] == old and len(ring) == 2 and "revokedAt" not in ring[1]
+    before = receipt_verify(tmp_path / "resp.json", "--keys", data / "public-keys.json")
+    assert before.returncode == 0, before.stdout + before.stderr
+    assert f"warning: key {old} revoked at 2999-01-01T00:00:00.000000+00:00" in before.stdout
+    assert "can write an earlier timestamp" in before.stdout
+
+    # Moved to the receipt's own timestamp: at or after the revocation, refused with the reason.
+    again = subprocess.run([BIN, "key", "revoke", old, "--at", attested, "--data-dir", str(data)],
+                           capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    after = receipt_verify(tmp_path / "resp.json", "--keys", data / "public-keys.json")
+    assert after.returncode == 1
+    assert after.stdout.startswith(f"INVALID: the key {old} was revoked at ")
+    assert "attested at or after that time" in after.stdout
+    # The new active key signs, and its receipts verify without a warning.
+    fresh = run(tmp_path, {"type": "object"}, {"a": 1})
+    (tmp_path / "fresh.json").write_text(fresh.stdout)
+    assert json.loads(fresh.stdout)["attestation"]["key_version"] == ring[1]["keyVersion"]
+    ok = receipt_verify(tmp_path / "fresh.json", "--keys", data / "public-keys.json")
+    assert ok.returncode == 0 and "warning" not in ok.stdout, ok.stdout
+    unknown = subprocess.run([BIN, "key", "revoke", "nope", "--data-dir", str(data)], capture_output=True, text=True)
+    assert unknown.returncode == 2 and "no key with version" in unknown.stderr

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 use verifier_engine::{Engine, EngineConfig, EngineError, FieldProblem, VerifyRequest};
 use verifier_receipt::SigningIdentity;
-use verifier_receipt::attest::verify_receipt;
+use verifier_receipt::attest::{BACKDATING_WARNING, verify_receipt};
 use verifier_receipt::binding::{ExpectedHashes, check_binding};
 use verifier_receipt::deliverable::AgentSigner;
 use verifier_receipt::keys::parse_key_list;
@@ -110,6 +110,8 @@ fn verify_receipt_json(
         "context": verified.context,
         "identity": identity,
         "bound": bound,
+        "key_revoked_at": verified.key_revoked_at,
+        "warning": verified.key_revoked_at.as_ref().map(|_| BACKDATING_WARNING),
     }))
 }
 

@@ -101,7 +101,21 @@ pub enum ReceiptError {
     BadSignature,
     #[error("the response cannot be canonicalized")]
     Canonical,
+    #[error(
+        "the key {key_version} was revoked at {revoked_at}, and this receipt is attested at or after that time"
+    )]
+    KeyRevoked {
+        key_version: String,
+        revoked_at: String,
+    },
+    #[error("the key list entry for this key_version has a revokedAt that is not an RFC 3339 time")]
+    BadRevocation,
+    #[error("the attestation's timestamp is not an RFC 3339 time")]
+    BadTimestamp,
 }
+
+/// The warning a receipt signed by a since-revoked key carries.
+pub const BACKDATING_WARNING: &str = "its key was revoked after this receipt's timestamp; whoever holds a leaked key can write an earlier timestamp, so trust it only if you received it before the revocation";
 
 /// A receipt that verified.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,6 +124,9 @@ pub struct VerifiedReceipt {
     pub context: &'static str,
     /// The agent the signed response was recorded under, if it names one.
     pub identity: Option<ReceiptIdentity>,
+    /// When its key was revoked, if it was (after the receipt's timestamp, or it would have
+    /// been refused): see [`BACKDATING_WARNING`].
+    pub key_revoked_at: Option<String>,
 }
 
 /// The agent identity a signed response states (covered by its signature).
@@ -200,9 +217,31 @@ pub fn verify_receipt_in_context(
         .map_err(|_| ReceiptError::Canonical)?;
     key.verify_strict(&bytes, &Signature::from_bytes(&sig_bytes))
         .map_err(|_| ReceiptError::BadSignature)?;
+    check_revocation(entry, timestamp)?;
     Ok(VerifiedReceipt {
         key_version: key_version.to_owned(),
         context,
         identity: ReceiptIdentity::of(map),
+        key_revoked_at: entry.revoked_at.clone(),
     })
+}
+
+/// Refuse a receipt attested at or after its key's revocation (fail closed on a time that
+/// does not parse).
+fn check_revocation(entry: &PublicKeyEntry, timestamp: &str) -> Result<(), ReceiptError> {
+    use time::format_description::well_known::Rfc3339;
+    let Some(revoked_at) = &entry.revoked_at else {
+        return Ok(());
+    };
+    let revoked = time::OffsetDateTime::parse(revoked_at, &Rfc3339)
+        .map_err(|_| ReceiptError::BadRevocation)?;
+    let attested =
+        time::OffsetDateTime::parse(timestamp, &Rfc3339).map_err(|_| ReceiptError::BadTimestamp)?;
+    if attested >= revoked {
+        return Err(ReceiptError::KeyRevoked {
+            key_version: entry.key_version.clone(),
+            revoked_at: revoked_at.clone(),
+        });
+    }
+    Ok(())
 }

@@ -10,14 +10,25 @@ use serde_json::Value;
 pub const PUBLIC_KEY_ENCODING: &str = "base64 of the raw 32-byte Ed25519 public key";
 
 /// A public key as the agent card lists it.
+///
+/// `revokedAt` (also read as `revoked_at`), when present, is the RFC 3339 time from which the
+/// key must no longer be trusted: a receipt attested at or after it is refused, one attested
+/// before it verifies with a warning (whoever holds a leaked key can write any timestamp).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PublicKeyEntry {
     pub key_version: String,
+    #[serde(default = "default_algorithm")]
     pub algorithm: String,
     pub public_key: String,
     #[serde(default = "default_encoding")]
     pub public_key_encoding: String,
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "revoked_at")]
+    pub revoked_at: Option<String>,
+}
+
+fn default_algorithm() -> String {
+    "Ed25519".to_owned()
 }
 
 fn default_encoding() -> String {
@@ -102,6 +113,26 @@ impl SigningIdentity {
         Self::from_seed(key_version, &seed)
     }
 
+    /// A fresh random key whose version names the day and the first letters of its public key
+    /// (`{prefix}2026-12-07-AbC123`): unique and readable.
+    pub fn generate_dated(prefix: &str, now: time::OffsetDateTime) -> Result<Self, KeyError> {
+        let fresh = Self::generate("pending")?;
+        let tag: String = fresh
+            .public_entry()
+            .public_key
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .take(6)
+            .collect();
+        let version = format!(
+            "{prefix}{:04}-{:02}-{:02}-{tag}",
+            now.year(),
+            u8::from(now.month()),
+            now.day()
+        );
+        Self::from_seed(version, &fresh.seed())
+    }
+
     /// The 32-byte seed (for storing the key).
     pub fn seed(&self) -> [u8; 32] {
         self.key.to_bytes()
@@ -119,6 +150,7 @@ impl SigningIdentity {
             algorithm: "Ed25519".into(),
             public_key: STANDARD.encode(self.key.verifying_key().to_bytes()),
             public_key_encoding: PUBLIC_KEY_ENCODING.into(),
+            revoked_at: None,
         }
     }
 

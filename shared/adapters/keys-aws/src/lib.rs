@@ -271,21 +271,8 @@ pub async fn rotate(
     kms_key_id: &str,
 ) -> Result<Rotation, SsmKeyError> {
     let now = time::OffsetDateTime::now_utc();
-    let fresh = SigningIdentity::generate("pending")?;
-    let tag: String = fresh
-        .public_entry()
-        .public_key
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .take(6)
-        .collect();
-    let version = format!(
-        "v{:04}-{:02}-{:02}-{tag}",
-        now.year(),
-        u8::from(now.month()),
-        now.day()
-    );
-    let identity = SigningIdentity::from_seed(version.clone(), &fresh.seed())?;
+    let identity = SigningIdentity::generate_dated("v", now)?;
+    let version = identity.key_version().to_owned();
 
     // Whether a key exists yet; no need to decrypt it for that.
     let first = get(client, &params.signing, false).await?.is_none();

@@ -39,7 +39,10 @@ def verify_receipt(response, keys, request=None, *, output=None, schema=None, ru
 
     Returns ``{"valid": True, "key_version", "context", "identity", "bound"}``: ``identity`` the
     agent the response names (``{"agent_id", "identity"}``) or None, ``bound`` the hashes that
-    were recomputed and matched (empty: only the signature was checked). Raises ValueError.
+    were recomputed and matched (empty: only the signature was checked), ``key_revoked_at`` and
+    ``warning`` set when the key was revoked after the receipt's timestamp (a holder of a leaked
+    key can backdate). A receipt attested at or after its key's revocation raises ValueError,
+    as does any other invalid one.
     """
     if request is not None and any(p is not None for p in (output, schema, rules, bounds)):
         raise ValueError("give the request, or its parts, not both")
