@@ -1,4 +1,5 @@
-//! The rotate-key Lambda function (EventBridge schedule, or `aws lambda invoke` by hand).
+//! The rotate-key Lambda function: the EventBridge schedule, the template's first-key custom
+//! resource, or `aws lambda invoke` by hand (a rotation, or `{"revoke": VERSION}`).
 
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 use rotate_key_function::{RotateSettings, handle};
@@ -22,11 +23,11 @@ async fn main() -> Result<(), Error> {
         let settings = settings.clone();
         let client = client.clone();
         async move {
-            let rotation = handle(&client, &settings, &event.payload).await;
+            let done = handle(&client, &settings, &event.payload).await;
             if let Some(emf) = emf {
                 verifier_aws_sdk::emf::flush(emf);
             }
-            Ok::<_, Error>(serde_json::to_value(rotation?)?)
+            Ok::<_, Error>(done?)
         }
     }))
     .await

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use verifier_engine::{Engine, EngineConfig};
-use verifier_keys_aws::{KeyParams, SsmKeyError, SsmKeys};
+use verifier_keys_aws::{KeyParams, Rotation, SsmKeyError, SsmKeys};
 use verifier_ports::keys::KeySource;
 use verifier_receipt::attest::verify_receipt;
 use verifier_receipt::keys::parse_key_list;
@@ -52,6 +52,15 @@ fn event(name: &str) -> Value {
         .join("../../events")
         .join(name);
     serde_json::from_str(&std::fs::read_to_string(path).expect("event")).expect("JSON")
+}
+
+async fn rotation(
+    ssm: &aws_sdk_ssm::Client,
+    settings: &RotateSettings,
+    event: &Value,
+) -> Result<Rotation, rotate_key_function::RotateError> {
+    let answer = handle(ssm, settings, event).await?;
+    Ok(serde_json::from_value(answer).expect("a rotation"))
 }
 
 fn services(keys: Arc<SsmKeys>, dir: &Path) -> Services {
@@ -109,7 +118,7 @@ async fn rotation_creates_then_adds_keys_and_old_receipts_still_verify() {
     }
 
     // First run (a manual invoke sends {}): creates the SecureString under the KMS key.
-    let first = handle(&ssm, &settings, &event("rotate-key-manual.json"))
+    let first = rotation(&ssm, &settings, &event("rotate-key-manual.json"))
         .await
         .expect("first rotation");
     assert!(first.first);
@@ -165,7 +174,7 @@ async fn rotation_creates_then_adds_keys_and_old_receipts_still_verify() {
     );
 
     // Second run (the scheduled event): a new active key, both in the ring.
-    let second = handle(&ssm, &settings, &event("scheduled.json"))
+    let second = rotation(&ssm, &settings, &event("scheduled.json"))
         .await
         .expect("second rotation");
     assert!(!second.first);
@@ -220,7 +229,9 @@ async fn rotation_creates_then_adds_keys_and_old_receipts_still_verify() {
     assert!(verify_receipt(&tampered, &listed).is_err());
 
     // Twice in a row is safe: a third run adds a third key and keeps the first two.
-    let third = handle(&ssm, &settings, &Value::Null).await.expect("third");
+    let third = rotation(&ssm, &settings, &Value::Null)
+        .await
+        .expect("third");
     assert_eq!(third.ring_size, 3);
     let (_, ring) = verifier_keys_aws::load(&ssm, &settings.params)
         .await
@@ -249,7 +260,9 @@ async fn init_reads_the_keys_and_the_facilitator_secret_in_one_call() {
         return;
     };
     let settings = settings(&kms).await;
-    let rotation = handle(&ssm, &settings, &Value::Null).await.expect("rotate");
+    let rotation = rotation(&ssm, &settings, &Value::Null)
+        .await
+        .expect("rotate");
     let secret_name = format!("{}-facilitator-secret", settings.params.signing);
 
     // Named but not stored: init fails naming the parameter, never with the keys alone.
@@ -278,4 +291,115 @@ async fn init_reads_the_keys_and_the_facilitator_secret_in_one_call() {
         .await
         .expect("load");
     assert_eq!((secret, keys.public_keys().len()), (None, 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revoking_marks_the_ring_and_rotates_away_from_an_active_key() {
+    let Some((ssm, kms)) = clients().await else {
+        return;
+    };
+    let settings = settings(&kms).await;
+    let first = rotation(&ssm, &settings, &Value::Null)
+        .await
+        .expect("first");
+    let second = rotation(&ssm, &settings, &Value::Null)
+        .await
+        .expect("second");
+
+    // An old key: marked from the time given; the active key is untouched.
+    let event = serde_json::json!({"revoke": first.key_version, "at": "2026-12-07T10:00:00Z"});
+    let answer = handle(&ssm, &settings, &event).await.expect("revoked");
+    assert_eq!(answer["revoked_at"], "2026-12-07T10:00:00.000000+00:00");
+    assert!(answer["rotation"].is_null());
+    let (active, ring) = verifier_keys_aws::load(&ssm, &settings.params)
+        .await
+        .expect("load");
+    assert_eq!(active.key_version(), second.key_version);
+    assert_eq!(
+        ring[0].revoked_at.as_deref(),
+        Some("2026-12-07T10:00:00.000000+00:00")
+    );
+    assert_eq!(ring[1].revoked_at, None);
+    // The card lists it in full form, revokedAt included.
+    let card = serde_json::to_value(&ring[0]).expect("json");
+    assert_eq!(card["algorithm"], "Ed25519");
+    assert_eq!(card["revokedAt"], "2026-12-07T10:00:00.000000+00:00");
+
+    // The active key: a new key signs first, then the old one is revoked (now).
+    let event = serde_json::json!({"revoke": second.key_version});
+    let answer = handle(&ssm, &settings, &event).await.expect("revoked");
+    let rotated = answer["rotation"]["key_version"]
+        .as_str()
+        .expect("rotated first")
+        .to_owned();
+    let (active, ring) = verifier_keys_aws::load(&ssm, &settings.params)
+        .await
+        .expect("load");
+    assert_eq!(active.key_version(), rotated);
+    assert!(ring[1].revoked_at.is_some() && ring[2].revoked_at.is_none());
+
+    // Bad events are refused with what is wrong; nothing changes.
+    for bad in [
+        serde_json::json!({"revoke": 7}),
+        serde_json::json!({"revoke": first.key_version, "at": 3}),
+    ] {
+        let err = handle(&ssm, &settings, &bad).await.expect_err("refused");
+        assert!(err.to_string().contains("\"revoke\" must be"), "{err}");
+    }
+    let err = handle(&ssm, &settings, &serde_json::json!({"revoke": "v-none"}))
+        .await
+        .expect_err("refused");
+    assert!(err.to_string().contains("no key with version"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_ring_refuses_the_rotation_and_changes_nothing() {
+    let Some((ssm, kms)) = clients().await else {
+        return;
+    };
+    let settings = settings(&kms).await;
+    let first = rotation(&ssm, &settings, &Value::Null)
+        .await
+        .expect("first");
+    // Fill the ring by hand to just under the limit with old keys' entries.
+    let entry = |i: usize| {
+        serde_json::json!({"keyVersion": format!("v2020-01-01-{i:06}"),
+                           "publicKey": "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo="})
+    };
+    let mut ring = vec![serde_json::json!({"keyVersion": first.key_version,
+        "publicKey": verifier_keys_aws::load(&ssm, &settings.params).await.expect("load").1[0].public_key})];
+    while serde_json::to_string(&ring).expect("json").len() + 80
+        < verifier_keys_aws::RING_LIMIT_BYTES
+    {
+        ring.push(entry(ring.len()));
+    }
+    let text = serde_json::to_string(&ring).expect("json");
+    ssm.put_parameter()
+        .name(&settings.params.ring)
+        .value(&text)
+        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .tier(aws_sdk_ssm::types::ParameterTier::IntelligentTiering)
+        .overwrite(true)
+        .send()
+        .await
+        .expect("moto stores a ring of almost 8 KB");
+    let err = rotation(&ssm, &settings, &Value::Null)
+        .await
+        .expect_err("the ring is full");
+    assert!(
+        err.to_string()
+            .contains("over SSM's 8192-byte parameter limit"),
+        "{err}"
+    );
+    let (active, listed) = verifier_keys_aws::load(&ssm, &settings.params)
+        .await
+        .expect("load");
+    assert_eq!(
+        active.key_version(),
+        first.key_version,
+        "the old key still signs"
+    );
+    assert_eq!(listed.len(), ring.len());
+    // About 80 keys fit in the stored form.
+    assert!(ring.len() >= 80, "{} keys", ring.len());
 }

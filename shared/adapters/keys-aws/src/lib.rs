@@ -34,6 +34,48 @@ pub enum SsmKeyError {
     Missing(String),
     #[error("key material: {0}")]
     Key(#[from] verifier_receipt::KeyError),
+    #[error(
+        "the key ring {name} would hold {bytes} bytes ({keys} keys), over SSM's {RING_LIMIT_BYTES}-byte parameter limit: nothing was changed (see docs/operations.md, \"A full key ring\")"
+    )]
+    RingFull {
+        name: String,
+        bytes: usize,
+        keys: usize,
+    },
+    #[error("no key with version {0:?} is in the ring")]
+    UnknownVersion(String),
+    #[error("the revocation time is not an RFC 3339 time (e.g. 2026-12-07T10:00:00Z)")]
+    RevocationTime,
+}
+
+/// The most an SSM parameter value may hold (an advanced parameter's 8 KB; the ring is
+/// Intelligent-Tiering, which becomes advanced above 4 KB). About 80 keys fit in the ring's
+/// stored form; the rotate-key function reports the ring's bytes ([`Rotation::ring_bytes`]) so
+/// an alarm fires well before.
+pub const RING_LIMIT_BYTES: usize = 8192;
+
+/// The ring as stored: each entry without the fields every Ed25519 entry shares (the card
+/// restores them), so more keys fit in one parameter.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredEntry<'a> {
+    key_version: &'a str,
+    public_key: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    revoked_at: Option<&'a str>,
+}
+
+/// The stored text of a ring.
+fn ring_text(ring: &[PublicKeyEntry]) -> Result<String, SsmKeyError> {
+    let stored: Vec<StoredEntry<'_>> = ring
+        .iter()
+        .map(|k| StoredEntry {
+            key_version: &k.key_version,
+            public_key: &k.public_key,
+            revoked_at: k.revoked_at.as_deref(),
+        })
+        .collect();
+    serde_json::to_string(&stored).map_err(|e| SsmKeyError::Ssm(e.to_string()))
 }
 
 /// Where the keys live.
@@ -252,12 +294,14 @@ impl KeySource for SsmKeys {
 }
 
 /// What a rotation did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Rotation {
     /// The new active key's version.
     pub key_version: String,
     /// How many keys the ring lists now.
     pub ring_size: usize,
+    /// The ring parameter's length in bytes (at most [`RING_LIMIT_BYTES`]).
+    pub ring_bytes: usize,
     /// Whether this was the first key (the parameters were created).
     pub first: bool,
 }
@@ -296,41 +340,151 @@ pub async fn rotate(
         .map_err(|e| SsmKeyError::Ssm(format!("{e:?}")))?;
     // A rotation running at the same time may have rewritten the ring without this key:
     // publish again (a no-op when it is there) so the active key is always listed.
-    let ring_size = publish(client, &params.ring, &entry).await?;
+    let (ring_size, ring_bytes) = publish(client, &params.ring, &entry).await?;
     Ok(Rotation {
         key_version: version,
         ring_size,
+        ring_bytes,
         first,
     })
 }
 
+/// Make the first key unless one exists (a deployment's custom resource): `None` when a key
+/// was already there.
+pub async fn ensure(
+    client: &Client,
+    params: &KeyParams,
+    kms_key_id: &str,
+) -> Result<Option<Rotation>, SsmKeyError> {
+    if get(client, &params.signing, false).await?.is_some() {
+        return Ok(None);
+    }
+    rotate(client, params, kms_key_id).await.map(Some)
+}
+
+/// What a revocation did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Revocation {
+    /// The revoked key.
+    pub key_version: String,
+    /// From when it is revoked (the earlier time when it already was).
+    pub revoked_at: String,
+    /// The rotation made first, when the revoked key was the active one.
+    pub rotation: Option<Rotation>,
+    /// The ring parameter's length in bytes.
+    pub ring_bytes: usize,
+}
+
+/// Mark `version` revoked from `at` (RFC 3339; now when absent) in the ring. Revoking the
+/// active key rotates first, so no function signs with a revoked key once it refreshes. A
+/// key already revoked keeps the earlier time.
+pub async fn revoke(
+    client: &Client,
+    params: &KeyParams,
+    kms_key_id: &str,
+    version: &str,
+    at: Option<&str>,
+) -> Result<Revocation, SsmKeyError> {
+    use time::format_description::well_known::Rfc3339;
+    let at = match at {
+        Some(text) => {
+            time::OffsetDateTime::parse(text, &Rfc3339).map_err(|_| SsmKeyError::RevocationTime)?
+        }
+        None => time::OffsetDateTime::now_utc(),
+    };
+    let (identity, ring) = load(client, params).await?;
+    if !ring.iter().any(|k| k.key_version == version) {
+        return Err(SsmKeyError::UnknownVersion(version.to_owned()));
+    }
+    let rotation = if identity.key_version() == version {
+        Some(rotate(client, params, kms_key_id).await?)
+    } else {
+        None
+    };
+    for _ in 0..6 {
+        let mut ring = read_ring(client, &params.ring).await?;
+        let Some(entry) = ring.iter_mut().find(|k| k.key_version == version) else {
+            return Err(SsmKeyError::UnknownVersion(version.to_owned()));
+        };
+        let earlier = entry
+            .revoked_at
+            .as_deref()
+            .and_then(|t| time::OffsetDateTime::parse(t, &Rfc3339).ok())
+            .is_some_and(|t| t <= at);
+        if !earlier {
+            entry.revoked_at = Some(rfc3339_micros(at));
+        }
+        let revoked_at = entry.revoked_at.clone().unwrap_or_default();
+        let bytes = put_ring(client, &params.ring, &ring).await?;
+        // Read back: a rotation running at the same time may have rewritten the ring.
+        let back = read_ring(client, &params.ring).await?;
+        if back
+            .iter()
+            .any(|k| k.key_version == version && k.revoked_at.as_deref() == Some(&revoked_at))
+        {
+            return Ok(Revocation {
+                key_version: version.to_owned(),
+                revoked_at,
+                rotation,
+                ring_bytes: bytes,
+            });
+        }
+    }
+    Err(SsmKeyError::Ssm(format!(
+        "the key ring {} kept losing the revocation (concurrent rotations?)",
+        params.ring
+    )))
+}
+
+async fn read_ring(client: &Client, name: &str) -> Result<Vec<PublicKeyEntry>, SsmKeyError> {
+    match get(client, name, false).await? {
+        Some(text) => parse_ring(name, &text),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Write the ring whole, refusing one over [`RING_LIMIT_BYTES`]; its length in bytes.
+async fn put_ring(
+    client: &Client,
+    name: &str,
+    ring: &[PublicKeyEntry],
+) -> Result<usize, SsmKeyError> {
+    let text = ring_text(ring)?;
+    if text.len() > RING_LIMIT_BYTES {
+        return Err(SsmKeyError::RingFull {
+            name: name.to_owned(),
+            bytes: text.len(),
+            keys: ring.len(),
+        });
+    }
+    let bytes = text.len();
+    client
+        .put_parameter()
+        .name(name)
+        .value(text)
+        .r#type(ParameterType::String)
+        .tier(ParameterTier::IntelligentTiering)
+        .overwrite(true)
+        .send()
+        .await
+        .map_err(|e| SsmKeyError::Ssm(format!("{e:?}")))?;
+    Ok(bytes)
+}
+
 /// Make sure the ring lists `entry` (add it, never remove one), read back until it does;
-/// returns the ring's size.
+/// returns the ring's size and its stored length in bytes.
 async fn publish(
     client: &Client,
     name: &str,
     entry: &PublicKeyEntry,
-) -> Result<usize, SsmKeyError> {
+) -> Result<(usize, usize), SsmKeyError> {
     for _ in 0..6 {
-        let mut ring = match get(client, name, false).await? {
-            Some(text) => parse_ring(name, &text)?,
-            None => Vec::new(),
-        };
+        let mut ring = read_ring(client, name).await?;
         if ring.iter().any(|k| k.key_version == entry.key_version) {
-            return Ok(ring.len());
+            return Ok((ring.len(), ring_text(&ring)?.len()));
         }
         ring.push(entry.clone());
-        let text = serde_json::to_string(&ring).map_err(|e| SsmKeyError::Ssm(e.to_string()))?;
-        client
-            .put_parameter()
-            .name(name)
-            .value(text)
-            .r#type(ParameterType::String)
-            .tier(ParameterTier::IntelligentTiering)
-            .overwrite(true)
-            .send()
-            .await
-            .map_err(|e| SsmKeyError::Ssm(format!("{e:?}")))?;
+        put_ring(client, name, &ring).await?;
     }
     Err(SsmKeyError::Ssm(format!(
         "the key ring {name} kept losing the new key (concurrent rotations?)"
