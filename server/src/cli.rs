@@ -132,9 +132,15 @@ pub struct ServeOpts {
     /// Base URL used in documents and receipts (default: http://<listen>).
     #[arg(long, env = "VERIFIER_PUBLIC_URL")]
     pub public_url: Option<String>,
-    /// Free verifications per client address per UTC day.
-    #[arg(long, env = "VERIFIER_FREE_ALLOWANCE_PER_DAY", default_value_t = 1000)]
-    pub free_allowance_per_day: u64,
+    /// Free verifications per client address per UTC day (default 1000; with --private, no
+    /// limit unless given).
+    #[arg(long, env = "VERIFIER_FREE_ALLOWANCE_PER_DAY")]
+    pub free_allowance_per_day: Option<u64>,
+    /// A private deployment (behind your own access control): no payment is offered and no
+    /// 402 is ever answered; every valid request within --max-body-bytes is served under the
+    /// paid ceiling, scores are free; a client past --free-allowance-per-day (if given) gets 429.
+    #[arg(long, env = "VERIFIER_PRIVATE", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, num_args = 0..=1, default_missing_value = "true")]
+    pub private: bool,
     /// Free verifications per UTC day across all clients together; once spent, every free
     /// verification is a 402 (`free_budget_exhausted`) until midnight UTC. 0: none are free.
     #[arg(long, env = "VERIFIER_FREE_CALLS_TOTAL_PER_DAY", default_value_t = verifier_service::config::DEFAULT_FREE_TOTAL_PER_DAY)]

@@ -274,7 +274,7 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
             .unwrap_or_else(|| format!("http://{local}"))
             .trim_end_matches('/')
             .to_owned(),
-        free_per_day: opts.free_allowance_per_day,
+        free_per_day: opts.free_allowance_per_day.unwrap_or(1000),
         free_total_per_day: opts.free_calls_total_per_day,
         free_body_limit: opts.free_body_limit_bytes.min(opts.max_body_bytes),
         hard_body_limit: opts.max_body_bytes,
@@ -291,8 +291,17 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
         .ordered(),
         ipv6_prefix: opts.ipv6_prefix,
         cost_scale_ppm: opts.cost_scale,
+        private: false,
     };
-    if config.pay_to_base.is_none() && config.pay_to_solana.is_none() {
+    let config = if opts.private {
+        config.private(
+            opts.free_allowance_per_day
+                .unwrap_or(verifier_service::config::UNLIMITED),
+        )
+    } else {
+        config
+    };
+    if !config.private && config.pay_to_base.is_none() && config.pay_to_solana.is_none() {
         tracing::warn!(
             "no pay-to address configured (VERIFIER_PAY_TO_BASE / VERIFIER_PAY_TO_SOLANA): 402 answers offer no payment option"
         );
@@ -311,7 +320,9 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
         }
     });
     let payments = PaymentGate::new(facilitator, opts.solana_fee_payer.clone());
-    if payments.configured() {
+    if config.private {
+        tracing::info!("private deployment: no payments offered, no 402 answered");
+    } else if payments.configured() {
         payments
             .refresh_supported(config.pay_to_solana.as_deref())
             .await;
@@ -321,6 +332,7 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     let key_version = keys.current().key_version().to_owned();
+    let config_free_per_day = config.free_per_day;
     let mcp = McpAccess::for_public_url(&config.public_url, &opts.mcp_allowed_origins);
     let app = app(LocalServer {
         mcp,
@@ -358,7 +370,8 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
         store = %opts.store,
         data_dir = %opts.data_dir.display(),
         key_version = %key_version,
-        free_per_day = opts.free_allowance_per_day,
+        free_per_day = config_free_per_day,
+        private = opts.private,
         free_total_per_day = opts.free_calls_total_per_day,
         free_body_limit_bytes = opts.free_body_limit_bytes.min(opts.max_body_bytes),
         max_body_bytes = opts.max_body_bytes,

@@ -51,7 +51,11 @@ class Server:
             "VERIFIER_PAY_TO_BASE": PAY_TO_BASE,
             "RUST_LOG": "warn",
         })
-        env.update(self.extra_env)
+        for name, value in self.extra_env.items():  # None: the variable is unset
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
         self.proc = subprocess.Popen(
             [BIN, "serve", "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.data_dir,
              *self.extra_args],

@@ -7,8 +7,11 @@ not restated) and forwards the request through the emulator's function-URL endpo
 turns it into an API Gateway payload-2.0 event; so one base URL behaves like the HTTP API.
 The functions reach the emulator's Runtime API through a relay (`Relay`: why, and measured).
 
-`rotate-key` is invoked once before the other functions start, as the deploy guide's first
-step does on a fresh stack: it creates the signing-key SecureString and the public key ring.
+Before the other functions start, the harness plays CloudFormation for the template's
+`SigningKey` custom resource, as a deployment does on a fresh stack: it sends `rotate-key` the
+resource's `Create` request (type and properties read from the template) with a pre-signed
+`ResponseURL` of its own (`CloudFormationResponses`), and the function makes the signing-key
+SecureString and the public key ring, then answers there. No manual invocation is involved.
 """
 from __future__ import annotations
 
@@ -204,6 +207,30 @@ class Router(LoopbackServer):
         super().__init__(Handler)
 
 
+class CloudFormationResponses:
+    """What CloudFormation's pre-signed response URL receives: each PUT body, by request ID."""
+
+    def __init__(self):
+        received = self.received = {}
+
+        class Handler(QuietHandler):
+            def do_PUT(self):
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                received[self.path.strip("/")] = {"body": json.loads(body),
+                                                  "content_type": self.headers.get("content-type")}
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
 class Deployment:
     """Start with `Deployment(overrides).start()`; `url` is the API's base URL; `stop()` ends
     every process it started. `overrides` replace template parameter defaults.
@@ -272,6 +299,31 @@ class Deployment:
         self.procs[binary] = subprocess.Popen([str(path or RELEASE / binary)], env=full, stdout=log,
                                               stderr=subprocess.STDOUT)
 
+    def ssm(self):
+        """A boto3 SSM client of this deployment's moto."""
+        return boto3.client("ssm", endpoint_url=os.environ["AWS_ENDPOINT_URL_SSM"])
+
+    def custom_resource(self, request_type: str) -> dict:
+        """Send the SigningKey resource's `request_type` request as CloudFormation does and
+        return what the function PUT at the response URL."""
+        resource = self.template["Resources"]["SigningKey"]
+        function = resource["Properties"]["ServiceToken"]["Fn::GetAtt"][0]
+        binary = self.template["Resources"][function]["Metadata"]["BuildProperties"]["Binary"]
+        request_id = uuid.uuid4().hex
+        event = {"RequestType": request_type, "ServiceToken": f"arn:aws:lambda:us-east-1:000000000000:function:{binary}",
+                 "ResponseURL": f"{self.cloudformation.url}/{request_id}",
+                 "StackId": f"arn:aws:cloudformation:us-east-1:000000000000:stack/{self.stage}/1",
+                 "RequestId": request_id, "LogicalResourceId": "SigningKey", "ResourceType": resource["Type"],
+                 "ResourceProperties": {k: str(v) for k, v in resource["Properties"].items()}}
+        if request_type != "Create":
+            event["PhysicalResourceId"] = self.first_key_physical_id
+        self.invoke(binary, event)
+        received = self.cloudformation.received[request_id]
+        assert received["content_type"] in (None, ""), received  # the URL is signed without one
+        if request_type == "Create":
+            self.first_key_physical_id = received["body"]["PhysicalResourceId"]
+        return received["body"]
+
     def invoke(self, binary: str, event: dict) -> dict:
         """The Lambda Invoke API of the emulator (what `cargo lambda invoke` calls)."""
         req = urllib.request.Request(
@@ -305,10 +357,12 @@ class Deployment:
             self.runtime_relay = Relay(self.emulator)
             self.runtime_api = self.runtime_relay.url
         self.timings["emulator"] = time.monotonic() - t0
-        # A fresh stack has no signing key: the first rotation makes it.
+        # A fresh stack has no signing key: the SigningKey custom resource makes it.
         self._start_function("rotate-key", self.env)
-        first = json.loads((ROOT / "events" / "rotate-key-manual.json").read_text())
-        self.first_rotation = self.invoke("rotate-key", first)
+        self.cloudformation = CloudFormationResponses()
+        answer = self.custom_resource("Create")
+        assert answer["Status"] == "SUCCESS", answer
+        self.first_key = answer["Data"]
         self.timings["first_rotation"] = time.monotonic() - t0
         for binary in self.binaries.values():
             if binary != "rotate-key":
@@ -335,6 +389,8 @@ class Deployment:
         return (self.log_dir / f"{binary}.log").read_text(errors="replace")
 
     def stop(self) -> None:
+        if getattr(self, "cloudformation", None):
+            self.cloudformation.stop()
         if self.router:
             self.router.stop()
         for proc in [*self.procs.values(), self.emulator_proc]:

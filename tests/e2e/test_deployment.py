@@ -58,10 +58,23 @@ def check_receipt(stack, tmp_path, doc) -> str:
     return out.stdout
 
 
-def test_a_fresh_stack_gets_its_first_key_from_the_first_rotation(stack):
-    assert stack.first_rotation["first"] is True and stack.first_rotation["ring_size"] == 1
+def test_a_fresh_stack_gets_its_first_key_from_the_deployment_itself(stack):
+    """From an empty SSM, the SigningKey custom resource's Create makes the key (no manual
+    step); an Update or a second Create keeps it, a Delete keeps it too (receipts signed with it
+    must stay verifiable), and each is answered SUCCESS at CloudFormation's response URL."""
+    assert stack.first_key["Created"] is True
     health = httpx.get(stack.url + "/health", timeout=30).json()
-    assert health["key_version"] == stack.first_rotation["key_version"]
+    assert health["key_version"] == stack.first_key["KeyVersion"]
+    ok = httpx.post(stack.url + "/verify/schema", json={"task_id": "first-key", "agent_id": "test-first-key",
+                                                       "expected_schema": {"type": "object"}, "submitted_output": {}},
+                    timeout=30)
+    assert ok.status_code == 200 and ok.json()["attestation"]["key_version"] == stack.first_key["KeyVersion"]
+    for request_type in ("Update", "Delete"):
+        answer = stack.custom_resource(request_type)
+        assert answer["Status"] == "SUCCESS" and answer["Data"].get("Created") in (False, None), answer
+        assert answer["PhysicalResourceId"] == stack.first_key_physical_id
+    ring = json.loads(stack.ssm().get_parameter(Name=stack.env["VERIFIER_PUBLIC_KEYS_PARAM"])["Parameter"]["Value"])
+    assert [k["keyVersion"] for k in ring] == [stack.first_key["KeyVersion"]]
     assert stack.timings["ready"] < 60, stack.timings
 
 
@@ -164,6 +177,38 @@ def test_a_second_rotation_signs_with_the_new_key_and_both_receipts_verify(stack
                    key_version=second["key_version"], function="verify") == 1
     for receipt in (before, after):
         assert "valid: signed with key " + receipt["attestation"]["key_version"] in check_receipt(stack, tmp_path, receipt)
+
+
+def test_a_revoked_key_is_listed_and_the_cli_refuses_receipts_from_then_on(stack, tmp_path):
+    """`{"revoke": VERSION}` to rotate-key: the active key is rotated away, the card lists the
+    revocation once the functions refresh, and `receipt verify --agent-card` accepts a receipt
+    from before it with the backdating warning and refuses one at or after it."""
+    receipt = httpx.post(stack.url + "/verify/schema", json=PASSING, timeout=30).json()
+    revoked = receipt["attestation"]["key_version"]
+    answer = stack.invoke("rotate-key", {"revoke": revoked})
+    assert answer["key_version"] == revoked and answer["rotation"]["key_version"] != revoked
+    deadline = time.monotonic() + 30
+    card_url = stack.url + "/.well-known/agent-card.json"
+
+    def listed():
+        keys = httpx.get(card_url, timeout=30).json()["capabilities"]["extensions"]
+        entries = next(e["params"]["publicKeys"] for e in keys if "attestation" in e["uri"])
+        return {k["keyVersion"]: k for k in entries}
+
+    while listed()[revoked].get("revokedAt") != answer["revoked_at"]:
+        assert time.monotonic() < deadline, "the card never listed the revocation"
+        time.sleep(0.5)
+    assert "warning: key " + revoked + " revoked at" in check_receipt(stack, tmp_path, receipt)
+    # Moved back to the receipt's own timestamp: refused, with the reason.
+    stack.invoke("rotate-key", {"revoke": revoked, "at": receipt["attestation"]["timestamp"]})
+    while listed()[revoked].get("revokedAt", "") > receipt["attestation"]["timestamp"]:
+        assert time.monotonic() < deadline, "the card never listed the earlier revocation"
+        time.sleep(0.5)
+    path = tmp_path / "revoked.json"
+    path.write_text(json.dumps(receipt))
+    out = subprocess.run([BIN, "receipt", "verify", str(path), "--agent-card", card_url],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and f"INVALID: the key {revoked} was revoked at" in out.stdout, out.stdout
 
 
 def test_zz_the_allowance_is_counted_in_dynamodb_then_payment_is_asked(stack):
@@ -317,7 +362,7 @@ def test_the_functions_write_their_metrics_as_emf_counting_the_workload():
         assert httpx.post(url, json={"task_id": 1}, timeout=60).status_code == 422
         assert httpx.get(d.url + "/health", timeout=60).status_code == 200
         verify_log, discovery_log, rotate_log = d.log("verify"), d.log("discovery"), d.log("rotate-key")
-        first_key = d.first_rotation["key_version"]
+        first_key = d.first_key["KeyVersion"]
     docs = emf_documents(verify_log)
     assert docs, "the verify function wrote EMF documents"
     fn = {"function": "verify"}

@@ -159,7 +159,24 @@ impl LambdaSettings {
                     .ok_or(InitError::Number("VERIFIER_COST_SCALE (0.0001 to 1000)"))?,
                 None => defaults.cost_scale_ppm,
             },
+            private: false,
         };
+        let private = match var("VERIFIER_PRIVATE").as_deref() {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(_) => return Err(InitError::Number("VERIFIER_PRIVATE (true or false)")),
+        };
+        let config = if private {
+            let allowance = config.free_per_day;
+            config.private(allowance)
+        } else {
+            config
+        };
+        if !private && config.pay_to_base.is_none() && config.pay_to_solana.is_none() {
+            tracing::error!(
+                "no pay-to address: set VERIFIER_PAY_TO_BASE or VERIFIER_PAY_TO_SOLANA (the template's PayToBase, PayToSolana), or VERIFIER_PRIVATE=true; 402 answers offer no payment option"
+            );
+        }
         Ok(LambdaSettings {
             table: required("VERIFIER_TABLE")?,
             keys: KeyParams {

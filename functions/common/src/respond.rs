@@ -116,7 +116,7 @@ pub fn reply(r: Reply, config: &ServiceConfig) -> Response {
                     remaining,
                     limit,
                     resets_at,
-                } => {
+                } if limit != verifier_service::config::UNLIMITED => {
                     h.insert("free-allowance-remaining", HeaderValue::from(remaining));
                     h.insert("free-allowance-limit", HeaderValue::from(limit));
                     insert(h, "free-allowance-resets", resets_at);
@@ -124,7 +124,7 @@ pub fn reply(r: Reply, config: &ServiceConfig) -> Response {
                 Billing::Paid(settlement) => {
                     insert(h, "payment-response", encode_header(&settlement));
                 }
-                Billing::NotCharged => {}
+                Billing::Free { .. } | Billing::NotCharged => {}
             }
             response
         }

@@ -1,4 +1,5 @@
-//! `GET /health`: liveness, version and the active key_version.
+//! `GET /health`: liveness, version, the active key_version and whether the deployment is
+//! private (no payments).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -15,6 +16,7 @@ pub async fn health(State(s): State<Arc<Services>>) -> Response {
         "service": "Agent Output Verifier",
         "version": verifier_engine::engine::VERIFIER_VERSION,
         "key_version": s.keys.current().key_version(),
+        "private": s.config.private,
     });
     respond::json(
         StatusCode::OK,

@@ -32,7 +32,8 @@ pub fn index_json(s: &Services) -> Value {
             "health": c.url("/health"),
         },
         "mcp": {"url": c.url("/mcp"), "tools": ["verify_schema", "get_verification_record"]},
-        "free_allowance_per_day": c.free_per_day,
+        "free_allowance_per_day": (c.free_per_day != verifier_service::config::UNLIMITED).then_some(c.free_per_day),
+        "private": c.private,
     })
 }
 
@@ -63,10 +64,20 @@ pub fn index_html(s: &Services) -> String {
          <style>body{{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}}td,th{{padding:.2rem .6rem;text-align:left;vertical-align:top}}</style>\
          </head><body>\n<h1>Agent Output Verifier</h1>\n<p>Verify an AI agent's JSON output against a JSON Schema and \
          business rules before paying for it: pass or fail, the checks passed, repair hints and an Ed25519-signed \
-         receipt. {} free verifications per client address per UTC day.</p>\n<p><a href=\"{}\">Interactive API docs</a> · \
+         receipt. {}</p>\n<p><a href=\"{}\">Interactive API docs</a> · \
          <a href=\"{}\">OpenAPI</a> · <a href=\"{}\">llms.txt</a> · <a href=\"{}\">Agent card</a> · <a href=\"{}\">x402</a></p>\n\
          <table><tr><th>method</th><th>route</th><th>price</th><th>what</th></tr>\n{rows}</table>\n</body></html>\n",
-        c.free_per_day,
+        if c.private {
+            escape(&crate::llms::price_text(
+                s,
+                verifier_service::routes::Pricing::Verification,
+            ))
+        } else {
+            format!(
+                "{} free verifications per client address per UTC day.",
+                c.free_per_day
+            )
+        },
         escape(&c.url("/docs")),
         escape(&c.url("/openapi.json")),
         escape(&c.url("/llms.txt")),

@@ -19,6 +19,9 @@ pub const FREE_ALLOWANCE_HEADING: &str = "## Free allowance";
 /// How a route is priced, in words.
 pub fn price_text(s: &Services, pricing: Pricing) -> String {
     let c = &s.config;
+    if c.private && pricing != Pricing::PerTool {
+        return private_price(c);
+    }
     match pricing {
         Pricing::Free => "free".into(),
         Pricing::Verification => format!(
@@ -32,6 +35,18 @@ pub fn price_text(s: &Services, pricing: Pricing) -> String {
             trust::MIN_SAMPLE
         ),
         Pricing::PerTool => "each tool as its REST twin".into(),
+    }
+}
+
+/// A private deployment's price of any route.
+fn private_price(c: &verifier_service::config::ServiceConfig) -> String {
+    if c.free_per_day == verifier_service::config::UNLIMITED {
+        "free (a private deployment: no payments)".into()
+    } else {
+        format!(
+            "free (a private deployment: no payments), {} verifications per client address per UTC day",
+            c.free_per_day
+        )
     }
 }
 

@@ -44,7 +44,12 @@ pub struct ServiceConfig {
     /// this machine is than the reference machine the cost model was measured on
     /// (`--cost-scale`; the calibrate example measures it).
     pub cost_scale_ppm: u64,
+    /// A private deployment ([`ServiceConfig::private`]): no payment offered, no 402 ever.
+    pub private: bool,
 }
+
+/// An allowance without a limit (a private deployment's default): no allowance headers.
+pub const UNLIMITED: u64 = u64::MAX;
 
 /// A cost scale as an operator writes it (`1`, `1.5`, `0.25`) in millionths; `None` outside
 /// 0.0001–1000.
@@ -77,6 +82,7 @@ impl Default for ServiceConfig {
             budgets: Budgets::default(),
             ipv6_prefix: crate::client::DEFAULT_IPV6_PREFIX,
             cost_scale_ppm: verifier_engine::cost::UNSCALED_PPM,
+            private: false,
         }
     }
 }
@@ -87,6 +93,33 @@ pub fn usd(units: u64) -> String {
 }
 
 impl ServiceConfig {
+    /// The private form of this configuration (`--private`, `VERIFIER_PRIVATE`): no payment is
+    /// offered and no 402 is ever answered. Every request within the hard body limit may be
+    /// served (the free size limit becomes the hard one), under the paid ceiling (the unpaid
+    /// ceiling becomes the paid one), with no daily budget across clients; score lookups are
+    /// free. The per-client allowance still applies (`allowance`, [`UNLIMITED`] for none);
+    /// past it a client gets 429 `allowance_exhausted`.
+    pub fn private(mut self, allowance: u64) -> Self {
+        self.private = true;
+        self.free_per_day = allowance;
+        self.free_body_limit = self.hard_body_limit;
+        self.budgets.unpaid = self.budgets.paid;
+        self.pay_to_base = None;
+        self.pay_to_solana = None;
+        self.solana_fee_payer = None;
+        self
+    }
+
+    /// The day's free budget across all clients: none in a private deployment.
+    pub fn free_budget(&self) -> Option<u64> {
+        (!self.private).then_some(self.free_total_per_day)
+    }
+
+    /// Whether the free budget across clients allows no free call at all.
+    pub fn no_free_budget(&self) -> bool {
+        self.free_budget() == Some(0)
+    }
+
     /// The client key of an address as the edge saw it (see [`crate::client`]).
     pub fn client_key(&self, raw: &str) -> String {
         crate::client::client_key(raw, self.ipv6_prefix)

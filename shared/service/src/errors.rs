@@ -49,6 +49,9 @@ pub enum ApiError {
     /// 429: this client already has as many costly verifications running as it may.
     #[error("too many requests")]
     TooManyRequests { retry_after: u64 },
+    /// 429: in a private deployment, this client's verifications for today are used up.
+    #[error("allowance exhausted")]
+    AllowanceExhausted { limit: u64, retry_after: u64 },
     /// 503: every worker for costly verifications is busy.
     #[error("busy")]
     Busy { retry_after: u64 },
@@ -138,6 +141,11 @@ pub const ERROR_CODES: &[(&str, u16, &str)] = &[
         "This client address already has as many costly verifications running as it may; retry after `retry_after` seconds.",
     ),
     (
+        "allowance_exhausted",
+        429,
+        "A private deployment only: this client's verifications for today are used up; retry after `retry_after` seconds (the next UTC midnight).",
+    ),
+    (
         "server_busy",
         503,
         "Every worker for costly verifications is busy; nothing was charged; retry after `retry_after` seconds.",
@@ -166,6 +174,7 @@ impl ApiError {
             ApiError::StoreUnavailable { .. } => "store_unavailable",
             ApiError::FacilitatorUnavailable { .. } => "facilitator_unavailable",
             ApiError::TooManyRequests { .. } => "too_many_requests",
+            ApiError::AllowanceExhausted { .. } => "allowance_exhausted",
             ApiError::Busy { .. } => "server_busy",
             ApiError::Internal => "internal_error",
         }
@@ -187,7 +196,7 @@ impl ApiError {
             ApiError::StoreUnavailable { .. }
             | ApiError::FacilitatorUnavailable { .. }
             | ApiError::Busy { .. } => 503,
-            ApiError::TooManyRequests { .. } => 429,
+            ApiError::TooManyRequests { .. } | ApiError::AllowanceExhausted { .. } => 429,
             ApiError::Internal => 500,
         }
     }
@@ -198,6 +207,7 @@ impl ApiError {
             ApiError::StoreUnavailable { retry_after }
             | ApiError::FacilitatorUnavailable { retry_after }
             | ApiError::TooManyRequests { retry_after }
+            | ApiError::AllowanceExhausted { retry_after, .. }
             | ApiError::Busy { retry_after } => Some(*retry_after),
             ApiError::Internal => Some(1),
             _ => None,
@@ -325,6 +335,13 @@ impl ApiError {
             ApiError::TooManyRequests { retry_after } => (
                 format!(
                     "This client address already has as many costly verifications running as it may. {NOTHING_CHARGED}; retry after {retry_after} s, or send smaller requests (they are not limited)."
+                ),
+                vec![json!({"action": "retry", "after_seconds": retry_after})],
+                vec![],
+            ),
+            ApiError::AllowanceExhausted { limit, retry_after } => (
+                format!(
+                    "This client's {limit} verifications for today are used up. {NOTHING_CHARGED}; retry after {retry_after} s (midnight UTC)."
                 ),
                 vec![json!({"action": "retry", "after_seconds": retry_after})],
                 vec![],

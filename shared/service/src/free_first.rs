@@ -28,13 +28,13 @@ pub(super) async fn verify_free<'s>(
     let now = s.clock.now();
     let day = utc_day(now);
     let today = day_index(now.unix_timestamp());
-    let budget_spent = s.config.free_total_per_day == 0 || s.free_budget.is_spent(today);
+    let budget_spent = s.config.no_free_budget() || s.free_budget.is_spent(today);
     let claim = if budget_spent {
         FreeClaim::BudgetSpent
     } else {
         let limit = FreeLimit {
             per_client: s.config.free_per_day,
-            total: Some(s.config.free_total_per_day),
+            total: s.config.free_budget(),
         };
         match s
             .store

@@ -175,8 +175,9 @@ pub async fn score(
             Err(e) => return Reply::Error(map_store_error(e)),
         }
     };
-    if trust::rating(history.passes, history.fails).is_err() {
-        // No data, or too little to rate: a free, signed answer, paid or not.
+    if trust::rating(history.passes, history.fails).is_err() || s.config.private {
+        // No data, or too little to rate, or a private deployment: a free, signed answer,
+        // paid or not.
         return match signed_score(s, agent_id, &history) {
             Ok(body) => Reply::Answer(Answer {
                 body,

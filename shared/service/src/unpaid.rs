@@ -48,8 +48,17 @@ pub(super) fn to_payment(
     reply
 }
 
-/// The 402 of a client whose free calls for today are used up.
+/// The 402 of a client whose free calls for today are used up (a 429 in a private deployment,
+/// which takes no payment).
 pub(super) fn allowance_spent(s: &Services, resource: &Resource, used: u64) -> Reply {
+    if s.config.private {
+        let now = s.clock.now();
+        let wait = (next_utc_midnight(now) - now).whole_seconds().max(1) as u64;
+        return Reply::Error(ApiError::AllowanceExhausted {
+            limit: s.config.free_per_day,
+            retry_after: wait,
+        });
+    }
     telemetry::payment_required(PaymentReason::AllowanceSpent);
     to_payment(
         s,

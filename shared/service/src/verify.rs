@@ -157,7 +157,8 @@ async fn verify_in<'s>(
     slot: Option<super::pool::Slot<'s>>,
 ) -> Reply {
     let _counted = s.in_flight.enter();
-    if call.payment.is_present() {
+    // A private deployment takes no payment: a payment header is not read.
+    if call.payment.is_present() && !s.config.private {
         return paid(s, &call, slot).await;
     }
     if call.body_len > s.config.free_body_limit {
@@ -182,7 +183,7 @@ async fn verify_in<'s>(
         return allowance_spent(s, &call.resource, used);
     }
     let today = day_index(now.unix_timestamp());
-    if s.config.free_total_per_day == 0 || s.free_budget.is_spent(today) {
+    if s.config.no_free_budget() || s.free_budget.is_spent(today) {
         if let Err(e) = screen(s, &call.request.expected_schema) {
             return Reply::Error(e);
         }
@@ -204,7 +205,7 @@ async fn verify_in<'s>(
     let outcome = outcome_of(&call.request, checked.report(), false);
     let limit = FreeLimit {
         per_client: s.config.free_per_day,
-        total: Some(s.config.free_total_per_day),
+        total: s.config.free_budget(),
     };
     let claim = s.store.claim_free_within(call.client, &day, limit, outcome);
     let (claimed, signed) = if s.in_flight.alone() {
@@ -349,6 +350,16 @@ async fn paid<'s>(
 
 /// The 402 an empty verification POST (an x402 discovery probe) gets.
 pub async fn probe(s: &Services, client: &str, resource: Resource) -> Reply {
+    if s.config.private {
+        // Nothing to pay for: the empty body is what is wrong.
+        return Reply::Error(ApiError::InvalidRequest(vec![
+            verifier_engine::request::FieldProblem::new(
+                "body",
+                "is empty",
+                "Send a verification request: a JSON object with expected_schema and submitted_output.",
+            ),
+        ]));
+    }
     telemetry::payment_required(PaymentReason::Probe);
     let used = s
         .store
