@@ -66,6 +66,7 @@ apt_install() {
 apt_install chromium chromium
 apt_install prometheus promtool --no-install-recommends
 apt_install nginx-light nginx --no-install-recommends
+apt_install systemd systemd-analyze --no-install-recommends
 
 step "start DynamoDB Local and moto"
 start_dynamodb_local

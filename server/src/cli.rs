@@ -21,6 +21,13 @@ pub enum Command {
     Verify(VerifyOpts),
     /// Print every route (method, path, function, pricing) of the route table.
     Routes,
+    /// Ask a running server's /health (exit 0 when it answers 200 within 5 s): the container
+    /// image's health check, which has no shell or curl.
+    Health {
+        /// The health URL.
+        #[arg(default_value = "http://127.0.0.1:8080/health")]
+        url: String,
+    },
     /// Work with receipts.
     Receipt {
         #[command(subcommand)]

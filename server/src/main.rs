@@ -16,6 +16,7 @@ fn main() -> ExitCode {
         Command::Serve(opts) => serve::run(*opts),
         Command::Verify(opts) => offline::verify(opts),
         Command::Routes => offline::routes(),
+        Command::Health { url } => offline::health(&url),
         Command::Receipt {
             action: ReceiptAction::Verify(opts),
         } => offline::verify_receipt(opts),

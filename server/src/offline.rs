@@ -318,6 +318,32 @@ fn fetch(url: &str) -> Result<Value, String> {
     verifier_engine::json::parse_strict_value(&bytes).map_err(|e| format!("{url}: {e}"))
 }
 
+/// `verifier health URL`: exit 0 when the URL answers 200 within 5 s, else 1 (the reason on
+/// stderr).
+pub fn health(url: &str) -> ExitCode {
+    let answer = verifier_facilitator_http::tls::client_config()
+        .map_err(|e| e.to_string())
+        .and_then(|tls| {
+            reqwest::blocking::Client::builder()
+                .use_preconfigured_tls(tls)
+                .timeout(std::time::Duration::from_secs(5))
+                .build()
+                .and_then(|c| c.get(url).send())
+                .map_err(|e| e.to_string())
+        });
+    match answer {
+        Ok(r) if r.status().is_success() => ExitCode::SUCCESS,
+        Ok(r) => {
+            eprintln!("verifier health: {url} answered {}", r.status());
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("verifier health: {url}: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 /// `verifier routes`: the route table as `METHOD PATH FUNCTION PRICING documented|hidden`
 /// lines (hidden routes are routed but not advertised, e.g. 405-only ones).
 pub fn routes() -> ExitCode {
