@@ -148,7 +148,10 @@ def test_every_alarm_notifies_the_topic_and_treats_missing_data_right(resources)
         assert props["AlarmActions"] == TOPIC, logical_id
         assert props["OKActions"] == TOPIC, logical_id
         # Missing data is the failure only for "the rotation has not run".
-        expected = "breaching" if logical_id == "RotateKeyMissedRunAlarm" else "notBreaching"
+        # The ring's size is written once a rotation (monthly): between rotations the alarm keeps
+        # the state the last size put it in.
+        expected = {"RotateKeyMissedRunAlarm": "breaching", "KeyRingNearlyFullAlarm": "ignore"}.get(
+            logical_id, "notBreaching")
         assert props["TreatMissingData"] == expected, logical_id
         assert props.get("AlarmDescription"), logical_id
         assert props["AlarmName"]["Fn::Sub"].startswith("agent-output-verifier-${Stage}-"), logical_id
@@ -178,10 +181,21 @@ def test_application_alarms_watch_the_functions_emf_metrics(resources, params):
         assert where.replace("''", "'") in expr.replace("''", "'"), expr
 
 
+def test_the_key_ring_alarm_fires_before_ssm_refuses_the_ring(resources):
+    """The rotate-key function's own gauge of the ring's bytes (EMF, one value a rotation), alarmed
+    at 75 % of SSM's 8,192-byte limit over a day."""
+    props = alarms(resources)["KeyRingNearlyFullAlarm"]["Properties"]
+    assert props["Namespace"] == {"Ref": "MetricsNamespace"}
+    assert props["MetricName"] == "verifier_key_ring_bytes"
+    assert props["Dimensions"] == [{"Name": "function", "Value": "rotate-key"}]
+    assert props["Statistic"] == "Maximum" and props["Period"] == 86400
+    assert props["Threshold"] == 6144 and props["ComparisonOperator"] == "GreaterThanThreshold"
+
+
 def test_alarms_watch_aws_metrics_only(resources):
-    """Apart from the three on the functions' own metrics, alarms watch AWS's metrics."""
+    """Apart from those on the functions' own metrics, alarms watch AWS's metrics."""
     for logical_id, alarm in alarms(resources).items():
-        if logical_id in APPLICATION_ALARMS:
+        if logical_id in APPLICATION_ALARMS | {"KeyRingNearlyFullAlarm"}:
             continue
         props = alarm["Properties"]
         namespaces = [props["Namespace"]] if "Namespace" in props else []
