@@ -39,6 +39,11 @@ pub enum Command {
         #[command(subcommand)]
         action: KeyAction,
     },
+    /// The embedded store: back it up (also while the server runs), restore a backup.
+    Store {
+        #[command(subcommand)]
+        action: StoreAction,
+    },
     /// A seller's key-based agent identity: make a key, sign a deliverable.
     Agent {
         #[command(subcommand)]
@@ -73,6 +78,41 @@ pub struct AgentSignOpts {
     pub task_id: String,
     /// The output (a JSON file), as the buyer will submit it.
     pub output: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StoreAction {
+    /// Write a consistent copy of the store to FILE (refused if it exists): through a running
+    /// server's --metrics-listen address with --server, else by opening --data-dir (the server
+    /// stopped).
+    Backup(StoreBackupOpts),
+    /// Replace the store in --data-dir with a backup (the server stopped; the replaced file is
+    /// kept beside it).
+    Restore(StoreRestoreOpts),
+}
+
+/// Options of `store backup`.
+#[derive(Debug, Args)]
+pub struct StoreBackupOpts {
+    /// Where to write the backup.
+    pub file: PathBuf,
+    /// A running server's --metrics-listen URL (e.g. http://127.0.0.1:9464): it makes the
+    /// backup while it serves, in its data directory's backups/, and it is moved to FILE.
+    #[arg(long)]
+    pub server: Option<String>,
+    /// Directory of the embedded store.
+    #[arg(long, env = "VERIFIER_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+}
+
+/// Options of `store restore`.
+#[derive(Debug, Args)]
+pub struct StoreRestoreOpts {
+    /// The backup to restore.
+    pub file: PathBuf,
+    /// Directory of the embedded store.
+    #[arg(long, env = "VERIFIER_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]

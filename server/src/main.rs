@@ -3,8 +3,8 @@
 
 use clap::Parser;
 use std::process::ExitCode;
-use verifier::cli::{AgentAction, Cli, Command, KeyAction, ReceiptAction};
-use verifier::{agent, offline, serve};
+use verifier::cli::{AgentAction, Cli, Command, KeyAction, ReceiptAction, StoreAction};
+use verifier::{agent, offline, serve, store_cli};
 
 /// mimalloc: the request path allocates many small, short-lived values.
 #[global_allocator]
@@ -24,6 +24,10 @@ fn main() -> ExitCode {
             KeyAction::Init(opts) => offline::key_init(opts),
             KeyAction::Rotate(opts) => offline::key_rotate(opts),
             KeyAction::Revoke(opts) => offline::key_revoke(opts),
+        },
+        Command::Store { action } => match action {
+            StoreAction::Backup(opts) => store_cli::backup(opts),
+            StoreAction::Restore(opts) => store_cli::restore(opts),
         },
         Command::Agent {
             action: AgentAction::Keygen(opts),

@@ -1,5 +1,6 @@
 //! `--metrics-listen`: the service's metrics ([`verifier_service::telemetry`]) as Prometheus
-//! text at `GET /metrics` on a listener of their own, so the public port never shows them.
+//! text at `GET /metrics` on a listener of their own, so the public port never shows them; the
+//! operator's routes ([`crate::admin`]) are served there too.
 //! Histograms are drained by an upkeep task every few seconds (and on each scrape), so their
 //! memory stays bounded between scrapes.
 
@@ -26,9 +27,10 @@ pub fn install() -> Result<PrometheusHandle, String> {
     Ok(handle)
 }
 
-/// The metrics router: `GET /metrics`, 404 elsewhere.
-fn router(handle: PrometheusHandle) -> Router {
-    Router::new()
+/// The metrics router: `GET /metrics`, the operator's routes ([`crate::admin`]), 404
+/// elsewhere.
+fn router(handle: PrometheusHandle, admin: crate::admin::Admin) -> Router {
+    crate::admin::router(admin)
         .route(
             "/metrics",
             get(move || {
@@ -52,6 +54,7 @@ fn exposition(handle: &PrometheusHandle) -> Response {
 pub async fn serve(
     listener: tokio::net::TcpListener,
     handle: PrometheusHandle,
+    admin: crate::admin::Admin,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let upkeep = {
@@ -64,7 +67,7 @@ pub async fn serve(
             }
         })
     };
-    let served = axum::serve(listener, router(handle))
+    let served = axum::serve(listener, router(handle, admin))
         .with_graceful_shutdown(shutdown)
         .await;
     upkeep.abort();

@@ -245,6 +245,7 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
     } else {
         Durability::Sync
     };
+    let mut embedded = None;
     let store: Arc<dyn Store> = match opts.store.as_str() {
         "dynamodb" => {
             let table = opts
@@ -257,7 +258,11 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
             }
             Arc::new(store)
         }
-        _ => Arc::new(EmbeddedStore::open_with(&opts.data_dir, durability)?),
+        _ => {
+            let store = Arc::new(EmbeddedStore::open_with(&opts.data_dir, durability)?);
+            embedded = Some(store.clone());
+            store
+        }
     };
     let store: Arc<dyn Store> = if metrics.is_some() {
         Arc::new(MeteredStore(store))
@@ -354,8 +359,14 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
     let metrics_addr = match metrics {
         Some((listener, handle)) => {
             let addr = listener.local_addr()?;
+            let admin = crate::admin::Admin {
+                embedded,
+                data_dir: opts.data_dir.clone(),
+            };
             tokio::spawn(async move {
-                if let Err(e) = crate::metrics_listener::serve(listener, handle, shutdown()).await {
+                if let Err(e) =
+                    crate::metrics_listener::serve(listener, handle, admin, shutdown()).await
+                {
                     tracing::error!(error = %e, "the metrics listener failed");
                 }
             });

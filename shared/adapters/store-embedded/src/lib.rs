@@ -20,6 +20,7 @@
 
 mod allowance;
 mod apply;
+pub mod backup;
 pub mod journal;
 mod lazy_table;
 mod private;
