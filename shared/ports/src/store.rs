@@ -117,6 +117,59 @@ impl PaymentState {
     }
 }
 
+/// Whom an operator blocked: a client network (an address is its /32 or /128) or an agent ID.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum BlockTarget {
+    /// A client network in CIDR form (`203.0.113.0/24`, `2001:db8::/48`, `198.51.100.7/32`).
+    Client(String),
+    /// An agent ID: requests naming it are refused.
+    Agent(String),
+}
+
+impl BlockTarget {
+    /// The key it is stored under (`client:<cidr>`, `agent:<id>`).
+    pub fn key(&self) -> String {
+        match self {
+            BlockTarget::Client(net) => format!("client:{net}"),
+            BlockTarget::Agent(id) => format!("agent:{id}"),
+        }
+    }
+
+    /// The target a stored key names.
+    pub fn from_key(key: &str) -> Option<Self> {
+        if let Some(net) = key.strip_prefix("client:") {
+            return Some(BlockTarget::Client(net.to_owned()));
+        }
+        key.strip_prefix("agent:")
+            .map(|id| BlockTarget::Agent(id.to_owned()))
+    }
+}
+
+/// One block and since when (unix seconds).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Block {
+    pub target: BlockTarget,
+    pub since: i64,
+}
+
+/// A settled payment as the accounting export lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Settlement {
+    /// When it settled (unix seconds).
+    pub at: i64,
+    /// CAIP-2 network (`eip155:8453`, `solana:…`).
+    pub network: String,
+    /// The payer's address.
+    pub payer: String,
+    /// USDC atomic units (6 decimals).
+    pub amount: String,
+    /// The settlement transaction.
+    pub transaction: String,
+    /// The route it paid for (`/verify/schema`, `/score/{agent_id}`, the MCP tool's route).
+    pub route: String,
+}
+
 /// Store failures; all are retryable from the caller's point of view.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -208,4 +261,52 @@ pub trait Store: Send + Sync {
         answer: &PaidAnswer,
         keep_until: i64,
     ) -> Result<(), StoreError>;
+
+    /// Keep a settled payment for the accounting export (kept for good). Recording the same
+    /// settlement (network and transaction) twice keeps one.
+    async fn record_settlement(&self, _settlement: &Settlement) -> Result<(), StoreError> {
+        Err(unsupported())
+    }
+
+    /// The settled payments from `since` (unix seconds, inclusive) to `until` (exclusive),
+    /// oldest first, at most `limit`.
+    async fn settlements(
+        &self,
+        _since: i64,
+        _until: i64,
+        _limit: usize,
+    ) -> Result<Vec<Settlement>, StoreError> {
+        Err(unsupported())
+    }
+
+    /// Block (`blocked`) or unblock a client network or an agent ID; `Ok(false)` when it
+    /// already was so.
+    async fn set_blocked(
+        &self,
+        _target: &BlockTarget,
+        _blocked: bool,
+        _now: i64,
+    ) -> Result<bool, StoreError> {
+        Err(unsupported())
+    }
+
+    /// Every block, at most [`MAX_BLOCKS`].
+    async fn blocks(&self) -> Result<Vec<Block>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// Erase an agent's history (its counters and outcomes): its score answers as for an agent
+    /// without data. Receipts already issued stay valid (they are signed, not stored). The
+    /// number of outcomes erased.
+    async fn erase_agent(&self, _agent_id: &str) -> Result<u64, StoreError> {
+        Err(unsupported())
+    }
+}
+
+/// The most blocks a store keeps: each request is checked against every client network, so
+/// this bounds the check (about 3 µs at the limit).
+pub const MAX_BLOCKS: usize = 1000;
+
+fn unsupported() -> StoreError {
+    StoreError::Backend("this store keeps no operator data (blocks, settlements)".into())
 }

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Instant;
 use verifier_ports::facilitator::{Facilitator, FacilitatorError};
 use verifier_ports::store::{
-    AgentHistory, FreeClaim, FreeLimit, Outcome, PaidAnswer, PaymentState, Store, StoreError,
+    AgentHistory, Block, BlockTarget, FreeClaim, FreeLimit, Outcome, PaidAnswer, PaymentState,
+    Settlement, Store, StoreError,
 };
 use verifier_ports::x402::{
     PaymentPayload, PaymentRequirements, SettlementResponse, Supported, VerifyResponse,
@@ -97,6 +98,36 @@ impl Store for MeteredStore {
             self.0.keep_paid_answer(id, answer, keep_until),
         )
         .await
+    }
+
+    async fn record_settlement(&self, settlement: &Settlement) -> Result<(), StoreError> {
+        timed(Dependency::Store, self.0.record_settlement(settlement)).await
+    }
+
+    async fn settlements(
+        &self,
+        since: i64,
+        until: i64,
+        limit: usize,
+    ) -> Result<Vec<Settlement>, StoreError> {
+        timed(Dependency::Store, self.0.settlements(since, until, limit)).await
+    }
+
+    async fn set_blocked(
+        &self,
+        target: &BlockTarget,
+        blocked: bool,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        timed(Dependency::Store, self.0.set_blocked(target, blocked, now)).await
+    }
+
+    async fn blocks(&self) -> Result<Vec<Block>, StoreError> {
+        timed(Dependency::Store, self.0.blocks()).await
+    }
+
+    async fn erase_agent(&self, agent_id: &str) -> Result<u64, StoreError> {
+        timed(Dependency::Store, self.0.erase_agent(agent_id)).await
     }
 }
 

@@ -28,6 +28,7 @@
 //! retry of a request that did commit is not applied twice.
 
 mod lease;
+mod operator;
 
 pub use lease::LEASE_UNITS;
 
@@ -44,8 +45,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use verifier_ports::store::{
-    ALLOWANCE_KEEP_DAYS, AgentHistory, FreeClaim, FreeLimit, Outcome, PaidAnswer, PaymentState,
-    Store, StoreError,
+    ALLOWANCE_KEEP_DAYS, AgentHistory, Block, BlockTarget, FreeClaim, FreeLimit, Outcome,
+    PaidAnswer, PaymentState, Settlement, Store, StoreError,
 };
 
 /// Attempts of a transaction that keeps conflicting with concurrent writers.
@@ -656,6 +657,36 @@ impl Store for DynamoStore {
                 reasons.iter().map(|r| &r.0).collect::<Vec<_>>()
             ))),
         }
+    }
+
+    async fn record_settlement(&self, settlement: &Settlement) -> Result<(), StoreError> {
+        self.put_settlement(settlement).await
+    }
+
+    async fn settlements(
+        &self,
+        since: i64,
+        until: i64,
+        limit: usize,
+    ) -> Result<Vec<Settlement>, StoreError> {
+        self.query_settlements(since, until, limit).await
+    }
+
+    async fn set_blocked(
+        &self,
+        target: &BlockTarget,
+        blocked: bool,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        self.put_block(target, blocked, now).await
+    }
+
+    async fn blocks(&self) -> Result<Vec<Block>, StoreError> {
+        self.query_blocks().await
+    }
+
+    async fn erase_agent(&self, agent_id: &str) -> Result<u64, StoreError> {
+        self.delete_agent(agent_id).await
     }
 
     async fn history(&self, agent_id: &str, recent: usize) -> Result<AgentHistory, StoreError> {

@@ -499,3 +499,114 @@ async fn the_counts_keep_paid_verifications_and_checks(store: Arc<dyn Store>) {
     assert_eq!(recent, vec![(false, 3), (true, 7), (true, 11)]);
 }
 contract!(the_counts_keep_paid_verifications_and_checks);
+
+/// An erased agent's history is gone (counters and outcomes), other agents keep theirs, and the
+/// agent starts again from nothing.
+async fn erasing_an_agent_removes_its_history_only(store: Arc<dyn Store>) {
+    let tag = uuid::Uuid::new_v4().simple().to_string();
+    let (erased, kept) = (format!("erased-{tag}"), format!("kept-{tag}"));
+    for i in 0..30 {
+        let at = format!("2026-12-07T10:00:{:02}.000000+00:00", i % 60);
+        store
+            .record(outcome(&erased, i % 3 != 0, &at))
+            .await
+            .expect("record");
+    }
+    store
+        .record(outcome(&kept, true, "2026-12-07T10:00:00.000000+00:00"))
+        .await
+        .expect("record");
+    assert_eq!(store.erase_agent(&erased).await.expect("erase"), 30);
+    assert_eq!(
+        store.history(&erased, 10).await.expect("history"),
+        Default::default()
+    );
+    assert_eq!(store.history(&kept, 10).await.expect("history").passes, 1);
+    assert_eq!(store.erase_agent(&erased).await.expect("again"), 0);
+    store
+        .record(outcome(&erased, false, "2026-12-07T11:00:00.000000+00:00"))
+        .await
+        .expect("record");
+    let again = store.history(&erased, 10).await.expect("history");
+    assert_eq!((again.passes, again.fails, again.recent.len()), (0, 1, 1));
+}
+contract!(erasing_an_agent_removes_its_history_only);
+
+/// Blocks are listed once each; blocking twice or unblocking what is not blocked changes
+/// nothing.
+async fn blocks_are_set_listed_and_removed(store: Arc<dyn Store>) {
+    use verifier_ports::store::BlockTarget;
+    let net = BlockTarget::Client("203.0.113.0/24".into());
+    let agent = BlockTarget::Agent(format!("spammer-{}", uuid::Uuid::new_v4().simple()));
+    assert!(store.set_blocked(&net, true, 100).await.expect("block"));
+    assert!(!store.set_blocked(&net, true, 200).await.expect("again"));
+    assert!(store.set_blocked(&agent, true, 300).await.expect("block"));
+    let mut listed = store.blocks().await.expect("list");
+    listed.sort_by_key(|b| b.since);
+    assert_eq!(
+        listed
+            .iter()
+            .map(|b| (&b.target, b.since))
+            .collect::<Vec<_>>(),
+        vec![(&net, 100), (&agent, 300)]
+    );
+    assert!(store.set_blocked(&net, false, 400).await.expect("unblock"));
+    assert!(
+        !store
+            .set_blocked(&net, false, 500)
+            .await
+            .expect("not blocked")
+    );
+    assert_eq!(store.blocks().await.expect("list").len(), 1);
+}
+contract!(blocks_are_set_listed_and_removed);
+
+/// Settled payments are kept once each and listed oldest first within the period asked, across
+/// months.
+async fn settlements_are_kept_once_and_listed_by_time(store: Arc<dyn Store>) {
+    use verifier_ports::store::Settlement;
+    let tx = uuid::Uuid::new_v4().simple().to_string();
+    let settled = |at: i64, i: u32| Settlement {
+        at,
+        network: "eip155:8453".into(),
+        payer: "0x2222222222222222222222222222222222222222".into(),
+        amount: "20000".into(),
+        transaction: format!("0x{tx}{i}"),
+        route: "/verify/schema".into(),
+    };
+    // 2026-11-30T23:59:59Z, then three in December.
+    let times = [1_796_083_199, 1_796_083_200, 1_796_100_000, 1_796_200_000];
+    for (i, at) in times.iter().enumerate() {
+        store
+            .record_settlement(&settled(*at, i as u32))
+            .await
+            .expect("record");
+    }
+    store
+        .record_settlement(&settled(times[1], 1))
+        .await
+        .expect("recorded twice: kept once");
+    let all = store
+        .settlements(times[0], times[3] + 1, 100)
+        .await
+        .expect("list");
+    assert_eq!(all.iter().map(|x| x.at).collect::<Vec<_>>(), times.to_vec());
+    assert_eq!(all[2], settled(times[2], 2));
+    let december = store
+        .settlements(times[1], times[3], 100)
+        .await
+        .expect("list");
+    assert_eq!(
+        december.iter().map(|x| x.at).collect::<Vec<_>>(),
+        times[1..3].to_vec()
+    );
+    assert_eq!(
+        store
+            .settlements(times[0], times[3] + 1, 2)
+            .await
+            .expect("list")
+            .len(),
+        2
+    );
+}
+contract!(settlements_are_kept_once_and_listed_by_time);

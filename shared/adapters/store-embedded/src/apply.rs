@@ -4,10 +4,12 @@
 use super::allowance;
 use super::lazy_table::LazyTable;
 use super::{
-    AGENTS, ANSWER_PREFIX, ANSWERS, AgentStats, DELIVERABLES, Group, JOURNAL_SEQ, META, OUTCOMES,
-    Op, PAYMENT_EXPIRY, PAYMENT_STATES, PAYMENTS, PRUNE_PER_BATCH,
+    AGENTS, ANSWER_PREFIX, ANSWERS, AgentStats, BLOCKS, DELIVERABLES, Group, JOURNAL_SEQ, META,
+    OUTCOMES, Op, PAYMENT_EXPIRY, PAYMENT_STATES, PAYMENTS, PRUNE_PER_BATCH, SETTLEMENT_IDS,
+    SETTLEMENTS,
 };
 use redb::{Database, Key, ReadableTable, Value};
+use verifier_ports::store::MAX_BLOCKS;
 use verifier_ports::store::{FreeClaim, PaymentState};
 
 /// Drop a few claims whose keeping time has passed.
@@ -251,6 +253,73 @@ pub(super) fn stage(
                             .map_err(|e| e.to_string())?;
                     }
                     results.push(FreeClaim::Granted { used: 0 });
+                    continue;
+                }
+                Op::Settle { id, at, record } => {
+                    let mut ids = txn.open_table(SETTLEMENT_IDS).map_err(|e| e.to_string())?;
+                    let seen = ids.get(id.as_str()).map_err(|e| e.to_string())?.is_some();
+                    if !seen {
+                        ids.insert(id.as_str(), *at).map_err(|e| e.to_string())?;
+                        txn.open_table(SETTLEMENTS)
+                            .map_err(|e| e.to_string())?
+                            .insert((*at, id.as_str()), record.as_slice())
+                            .map_err(|e| e.to_string())?;
+                    }
+                    results.push(FreeClaim::Granted { used: 0 });
+                    continue;
+                }
+                Op::Block { key, since } => {
+                    let mut blocks = txn.open_table(BLOCKS).map_err(|e| e.to_string())?;
+                    let present = blocks
+                        .get(key.as_str())
+                        .map_err(|e| e.to_string())?
+                        .is_some();
+                    // A full list is this call's answer (`BudgetSpent`), never the group's error.
+                    let full = redb::ReadableTableMetadata::len(&blocks)
+                        .map_err(|e| e.to_string())?
+                        >= MAX_BLOCKS as u64;
+                    let answer = match since {
+                        Some(_) if present => FreeClaim::Exhausted { used: 0 },
+                        Some(_) if full => FreeClaim::BudgetSpent,
+                        Some(at) => {
+                            blocks
+                                .insert(key.as_str(), *at)
+                                .map_err(|e| e.to_string())?;
+                            FreeClaim::Granted { used: 1 }
+                        }
+                        None if blocks
+                            .remove(key.as_str())
+                            .map_err(|e| e.to_string())?
+                            .is_some() =>
+                        {
+                            FreeClaim::Granted { used: 1 }
+                        }
+                        None => FreeClaim::Exhausted { used: 0 },
+                    };
+                    results.push(answer);
+                    continue;
+                }
+                Op::Erase { agent_id } => {
+                    table(&mut agents)?
+                        .remove(agent_id.as_str())
+                        .map_err(|e| e.to_string())?;
+                    let outcomes = table(&mut outcomes)?;
+                    let mut seqs = Vec::new();
+                    for item in outcomes
+                        .range((agent_id.as_str(), 0u64)..=(agent_id.as_str(), u64::MAX))
+                        .map_err(|e| e.to_string())?
+                    {
+                        let (k, _) = item.map_err(|e| e.to_string())?;
+                        seqs.push(k.value().1);
+                    }
+                    for seq in &seqs {
+                        outcomes
+                            .remove((agent_id.as_str(), *seq))
+                            .map_err(|e| e.to_string())?;
+                    }
+                    results.push(FreeClaim::Granted {
+                        used: seqs.len() as u64,
+                    });
                     continue;
                 }
                 Op::Answer {

@@ -4,8 +4,9 @@
 //! whose server is stopped.
 
 use super::{
-    AGENTS, ANSWERS, DELIVERABLES, EmbeddedStore, JOURNAL_FILE, META, OUTCOMES, PAYMENT_EXPIRY,
-    PAYMENT_STATES, PAYMENTS, allowance, backend, make_private,
+    AGENTS, ANSWERS, BLOCKS, DELIVERABLES, EmbeddedStore, JOURNAL_FILE, META, OUTCOMES,
+    PAYMENT_EXPIRY, PAYMENT_STATES, PAYMENTS, SETTLEMENT_IDS, SETTLEMENTS, allowance, backend,
+    make_private,
 };
 use redb::{
     Database, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction,
@@ -73,6 +74,9 @@ fn write_copy(from: &ReadTransaction, path: &Path) -> Result<BackupSummary, Stor
     copy(from, &txn, PAYMENT_STATES)?;
     copy(from, &txn, DELIVERABLES)?;
     copy(from, &txn, META)?;
+    copy(from, &txn, BLOCKS)?;
+    copy(from, &txn, SETTLEMENTS)?;
+    copy(from, &txn, SETTLEMENT_IDS)?;
     txn.commit().map_err(backend)?;
     drop(db);
     summary.bytes = std::fs::metadata(path).map_err(backend)?.len();

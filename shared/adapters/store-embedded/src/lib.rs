@@ -28,7 +28,7 @@ mod private;
 use crate::journal::{Appended, Entry, Journal};
 use apply::{Staged, apply, stage};
 use async_trait::async_trait;
-use redb::{Database, ReadableDatabase, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
@@ -37,7 +37,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use verifier_ports::store::{
-    AgentHistory, FreeClaim, FreeLimit, Outcome, PaidAnswer, PaymentState, Store, StoreError,
+    AgentHistory, Block, BlockTarget, FreeClaim, FreeLimit, MAX_BLOCKS, Outcome, PaidAnswer,
+    PaymentState, Settlement, Store, StoreError,
 };
 
 /// When commits reach the disk.
@@ -63,6 +64,13 @@ const PAYMENT_STATES: TableDefinition<&str, &str> = TableDefinition::new("paymen
 const ANSWERS: TableDefinition<&str, &[u8]> = TableDefinition::new("paid_answers");
 /// Signed deliverables whose outcome is recorded (kept for good, like the history).
 const DELIVERABLES: TableDefinition<&str, ()> = TableDefinition::new("signed_deliverables");
+/// The operator's blocks: `client:<cidr>` or `agent:<id>` → since (unix seconds).
+const BLOCKS: TableDefinition<&str, i64> = TableDefinition::new("blocks");
+/// Settled payments for the accounting export: (unix second, `<network>#<transaction>`) →
+/// JSON of a [`verifier_ports::store::Settlement`]; kept for good.
+const SETTLEMENTS: TableDefinition<(i64, &str), &[u8]> = TableDefinition::new("settlements");
+/// The same by `<network>#<transaction>` → its second, so one settlement is kept once.
+const SETTLEMENT_IDS: TableDefinition<&str, i64> = TableDefinition::new("settlement_ids");
 /// Marks an answer's entry in [`PAYMENT_EXPIRY`] (payment keys start with a network name).
 const ANSWER_PREFIX: &str = "ANSWER#";
 /// Expired claims removed per write transaction.
@@ -161,12 +169,31 @@ enum Op {
         kept: Vec<u8>,
         keep_until: i64,
     },
+    /// Keep a settled payment (once per `id`, `<network>#<transaction>`).
+    Settle {
+        id: String,
+        at: i64,
+        record: Vec<u8>,
+    },
+    /// Block (`since` set) or unblock (`None`) a client network or an agent: `Granted` when
+    /// it changed.
+    Block {
+        key: String,
+        since: Option<i64>,
+    },
+    /// Erase an agent's counters and outcomes: `Granted { used }`, `used` the outcomes erased.
+    Erase {
+        agent_id: String,
+    },
 }
 
 impl Op {
     /// Whether the write is about a payment (its claim, state or kept answer).
     fn is_payment(&self) -> bool {
-        !matches!(self, Op::Claim { .. } | Op::Record { .. })
+        matches!(
+            self,
+            Op::Payment { .. } | Op::Advance { .. } | Op::Release { .. } | Op::Answer { .. }
+        )
     }
 }
 
@@ -281,6 +308,9 @@ impl EmbeddedStore {
             txn.open_table(ANSWERS).map_err(backend)?;
             txn.open_table(DELIVERABLES).map_err(backend)?;
             txn.open_table(META).map_err(backend)?;
+            txn.open_table(BLOCKS).map_err(backend)?;
+            txn.open_table(SETTLEMENTS).map_err(backend)?;
+            txn.open_table(SETTLEMENT_IDS).map_err(backend)?;
             let moved = allowance::migrate(&txn).map_err(backend)?;
             txn.commit().map_err(backend)?;
             if moved > 0 {
@@ -759,6 +789,85 @@ impl Store for EmbeddedStore {
         })
         .await?;
         Ok(())
+    }
+
+    async fn record_settlement(&self, settlement: &Settlement) -> Result<(), StoreError> {
+        let record = serde_json::to_vec(settlement).map_err(backend)?;
+        self.submit(Op::Settle {
+            id: format!("{}#{}", settlement.network, settlement.transaction),
+            at: settlement.at,
+            record,
+        })
+        .await
+        .map(|_| ())
+    }
+
+    async fn settlements(
+        &self,
+        since: i64,
+        until: i64,
+        limit: usize,
+    ) -> Result<Vec<Settlement>, StoreError> {
+        let txn = self.read().await?;
+        let table = txn.open_table(SETTLEMENTS).map_err(backend)?;
+        let mut list = Vec::new();
+        for item in table
+            .range((since, "")..(until, ""))
+            .map_err(backend)?
+            .take(limit)
+        {
+            let (_, v) = item.map_err(backend)?;
+            list.push(serde_json::from_slice(v.value()).map_err(backend)?);
+        }
+        Ok(list)
+    }
+
+    async fn set_blocked(
+        &self,
+        target: &BlockTarget,
+        blocked: bool,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let changed = self
+            .submit(Op::Block {
+                key: target.key(),
+                since: blocked.then_some(now),
+            })
+            .await?;
+        match changed {
+            FreeClaim::BudgetSpent => Err(StoreError::Backend(format!(
+                "at most {MAX_BLOCKS} blocks are kept: unblock some first"
+            ))),
+            other => Ok(matches!(other, FreeClaim::Granted { .. })),
+        }
+    }
+
+    async fn blocks(&self) -> Result<Vec<Block>, StoreError> {
+        let txn = self.read().await?;
+        let table = txn.open_table(BLOCKS).map_err(backend)?;
+        let mut list = Vec::new();
+        for item in table.iter().map_err(backend)?.take(MAX_BLOCKS) {
+            let (k, v) = item.map_err(backend)?;
+            if let Some(target) = BlockTarget::from_key(k.value()) {
+                list.push(Block {
+                    target,
+                    since: v.value(),
+                });
+            }
+        }
+        Ok(list)
+    }
+
+    async fn erase_agent(&self, agent_id: &str) -> Result<u64, StoreError> {
+        let erased = self
+            .submit(Op::Erase {
+                agent_id: agent_id.to_owned(),
+            })
+            .await?;
+        Ok(match erased {
+            FreeClaim::Granted { used } => used,
+            _ => 0,
+        })
     }
 
     async fn history(&self, agent_id: &str, recent: usize) -> Result<AgentHistory, StoreError> {
