@@ -87,6 +87,6 @@ VERIFIER_BIN="$ROOT/target/release/verifier" "$VENV/bin/python" -m pytest -q -p 
 
 step "the local server's end-to-end tests again, on DynamoDB Local"
 E2E_STORE=dynamodb VERIFIER_BIN="$ROOT/target/release/verifier" "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
-  tests/e2e/test_sarnai_client.py tests/e2e/test_score.py tests/e2e/test_readme.py tests/e2e/test_free_budget.py tests/e2e/test_private.py
+  tests/e2e/test_sarnai_client.py tests/e2e/test_score.py tests/e2e/test_readme.py tests/e2e/test_free_budget.py tests/e2e/test_private.py tests/e2e/test_admin.py
 
 printf '\nall tests passed in %ss\n' "$(($(date +%s) - started))"

@@ -44,6 +44,10 @@ pub enum Command {
         #[command(subcommand)]
         action: StoreAction,
     },
+    /// The operator's actions: block and unblock clients and agents, erase an agent's history,
+    /// export settled payments; on a running server (--server), DynamoDB (--store dynamodb)
+    /// or a stopped server's embedded store (--data-dir).
+    Admin(AdminOpts),
     /// A seller's key-based agent identity: make a key, sign a deliverable.
     Agent {
         #[command(subcommand)]
@@ -78,6 +82,76 @@ pub struct AgentSignOpts {
     pub task_id: String,
     /// The output (a JSON file), as the buyer will submit it.
     pub output: PathBuf,
+}
+
+/// `admin`: where, and what.
+#[derive(Debug, Args)]
+pub struct AdminOpts {
+    /// A running local server's --metrics-listen URL (e.g. http://127.0.0.1:9464): the change
+    /// is made through it and enforced at once.
+    #[arg(long, global = true)]
+    pub server: Option<String>,
+    /// Without --server: `embedded` (a stopped server's --data-dir) or `dynamodb` (--table;
+    /// servers and functions on it apply a block within their refresh interval).
+    #[arg(long, env = "VERIFIER_STORE", default_value = "embedded", value_parser = ["embedded", "dynamodb"], global = true)]
+    pub store: String,
+    /// The DynamoDB table (with --store dynamodb).
+    #[arg(long, env = "VERIFIER_TABLE", global = true)]
+    pub table: Option<String>,
+    /// Directory of the embedded store.
+    #[arg(
+        long,
+        env = "VERIFIER_DATA_DIR",
+        default_value = "./data",
+        global = true
+    )]
+    pub data_dir: PathBuf,
+    #[command(subcommand)]
+    pub action: AdminAction,
+}
+
+/// Whom a block names: one of the two.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub struct BlockTargetOpts {
+    /// A client address or CIDR network (203.0.113.7, 203.0.113.0/24, 2001:db8::/48).
+    #[arg(long)]
+    pub client: Option<String>,
+    /// An agent ID.
+    #[arg(long)]
+    pub agent: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminAction {
+    /// Refuse a client network's or an agent's requests with 403 `blocked`.
+    Block(BlockTargetOpts),
+    /// Lift a block.
+    Unblock(BlockTargetOpts),
+    /// List the blocks (JSON).
+    Blocks,
+    /// Erase an agent's history (its score answers as for an agent without data; receipts
+    /// already issued stay valid).
+    EraseAgent {
+        /// The agent ID.
+        agent: String,
+    },
+    /// Print settled payments: time, network, payer, amount, transaction, route.
+    ExportPayments(ExportOpts),
+}
+
+/// Options of `admin export-payments`.
+#[derive(Debug, Args)]
+pub struct ExportOpts {
+    /// From this day (YYYY-MM-DD, UTC) or time (RFC 3339), inclusive; default: all.
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Until this day or time, exclusive; default: now.
+    #[arg(long)]
+    pub until: Option<String>,
+    /// `jsonl` (one JSON object per line) or `csv`.
+    #[arg(long, default_value = "csv", value_parser = ["csv", "jsonl"])]
+    pub format: String,
 }
 
 #[derive(Debug, Subcommand)]
@@ -188,6 +262,11 @@ pub struct ServeOpts {
     /// paid ceiling, scores are free; a client past --free-allowance-per-day (if given) gets 429.
     #[arg(long, env = "VERIFIER_PRIVATE", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, num_args = 0..=1, default_missing_value = "true")]
     pub private: bool,
+    /// How often the operator's blocks are read again from the store, in seconds (changes
+    /// through this server's operator routes apply at once; others, e.g. another server on
+    /// the same DynamoDB table, within this).
+    #[arg(long, env = "VERIFIER_BLOCKS_REFRESH_SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub blocks_refresh_seconds: u64,
     /// Free verifications per UTC day across all clients together; once spent, every free
     /// verification is a 402 (`free_budget_exhausted`) until midnight UTC. 0: none are free.
     #[arg(long, env = "VERIFIER_FREE_CALLS_TOTAL_PER_DAY", default_value_t = verifier_service::config::DEFAULT_FREE_TOTAL_PER_DAY)]

@@ -2,6 +2,7 @@
 //! offline command-line tools. `main.rs` only parses the command line.
 
 pub mod admin;
+pub mod admin_cli;
 pub mod agent;
 pub mod chunk_watch;
 pub mod cli;

@@ -4,7 +4,7 @@
 use clap::Parser;
 use std::process::ExitCode;
 use verifier::cli::{AgentAction, Cli, Command, KeyAction, ReceiptAction, StoreAction};
-use verifier::{agent, offline, serve, store_cli};
+use verifier::{admin_cli, agent, offline, serve, store_cli};
 
 /// mimalloc: the request path allocates many small, short-lived values.
 #[global_allocator]
@@ -25,6 +25,7 @@ fn main() -> ExitCode {
             KeyAction::Rotate(opts) => offline::key_rotate(opts),
             KeyAction::Revoke(opts) => offline::key_revoke(opts),
         },
+        Command::Admin(opts) => admin_cli::run(opts),
         Command::Store { action } => match action {
             StoreAction::Backup(opts) => store_cli::backup(opts),
             StoreAction::Restore(opts) => store_cli::restore(opts),

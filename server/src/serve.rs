@@ -66,6 +66,7 @@ impl LocalServer {
             listings: Default::default(),
             in_flight: Default::default(),
             free_budget: Default::default(),
+            blocks: Default::default(),
         })
     }
 }
@@ -80,11 +81,16 @@ pub fn app(parts: LocalServer) -> Router {
 /// request logging, CORS and the 404 fallback.
 pub fn router(services: Arc<Services>, mcp: &McpAccess) -> Router {
     let config = Arc::new(services.config.clone());
+    let services_for_blocks = services.clone();
     Router::new()
         .merge(verify_function::router(services.clone()))
         .merge(mcp_function::router(services.clone(), mcp))
         .merge(score_function::router(services.clone()))
         .merge(discovery_function::router(services))
+        .route_layer(middleware::from_fn_with_state(
+            services_for_blocks,
+            function_common::client::refuse_blocked,
+        ))
         .route_layer(middleware::from_fn(log_request))
         .fallback(move |req: Request| not_found(req, config.clone()))
         .layer(function_common::cors::layer())
@@ -339,7 +345,8 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
     let key_version = keys.current().key_version().to_owned();
     let config_free_per_day = config.free_per_day;
     let mcp = McpAccess::for_public_url(&config.public_url, &opts.mcp_allowed_origins);
-    let app = app(LocalServer {
+    let mcp_access = mcp.clone();
+    let services = LocalServer {
         mcp,
         config,
         keys: Arc::new(keys),
@@ -354,7 +361,16 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
             per_client: opts.heavy_per_client,
             ..PoolConfig::default()
         },
-    });
+    }
+    .services();
+    // The operator's blocks: read now, then every --blocks-refresh-seconds (other servers on the same
+    // DynamoDB table may change them; this server's own operator routes apply at once).
+    services.blocks.load(services.store.as_ref()).await;
+    verifier_service::blocks::BlockList::spawn_refresh(
+        &services,
+        std::time::Duration::from_secs(opts.blocks_refresh_seconds),
+    );
+    let app = router(services.clone(), &mcp_access);
     telemetry::signing_key(&key_version);
     let metrics_addr = match metrics {
         Some((listener, handle)) => {
@@ -362,6 +378,7 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
             let admin = crate::admin::Admin {
                 embedded,
                 data_dir: opts.data_dir.clone(),
+                services: services.clone(),
             };
             tokio::spawn(async move {
                 if let Err(e) =

@@ -49,6 +49,7 @@ fn services_with(dir: &Path, free_per_day: u64) -> Arc<Services> {
         listings: Default::default(),
         in_flight: Default::default(),
         free_budget: Default::default(),
+        blocks: Default::default(),
     })
 }
 
@@ -69,6 +70,7 @@ fn without_table(s: &Services) -> Arc<Services> {
         listings: Default::default(),
         in_flight: Default::default(),
         free_budget: Default::default(),
+        blocks: Default::default(),
     })
 }
 

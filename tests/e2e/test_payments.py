@@ -152,6 +152,21 @@ def test_a_paid_verification_settles_once_on_chain(paid_server, chain, tmp_path)
     rep = httpx.get(paid_server.url + "/reputation/seller-paid").json()
     assert rep["total"] == 1 and rep["fails"] == 1
 
+    # The operator's accounting export lists it once (the server stopped, its store opened).
+    paid_server.stop()
+    exported = subprocess.run([BIN, "admin", "--data-dir", paid_server.data_dir, "export-payments",
+                               "--format", "jsonl"], capture_output=True, text=True)
+    assert exported.returncode == 0, exported.stderr
+    rows = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert len(rows) == 1 and "1 settled payments" in exported.stderr, exported.stdout
+    row = rows[0]
+    assert (row["network"], row["amount_atomic"], row["amount_usdc"], row["route"]) == \
+        ("eip155:8453", "20000", "0.020000", "/verify/schema")
+    assert row["transaction"] == settlement["transaction"] and row["payer"].lower() == chain.buyer_address.lower()
+    csv = subprocess.run([BIN, "admin", "--data-dir", paid_server.data_dir, "export-payments"],
+                         capture_output=True, text=True).stdout.splitlines()
+    assert csv[0] == "time,network,payer,amount_atomic,amount_usdc,transaction,route" and len(csv) == 2
+
 
 def eip3009(chain, requirement, *, value=None, to=None, valid_after=0, valid_before=None, key=None):
     """A payload signed by hand (eth_account EIP-712) with chosen fields."""

@@ -14,6 +14,20 @@ pub fn client_address(req: &Request, config: &ServiceConfig) -> Option<String> {
         .map(|c| config.client_key(&c.0))
 }
 
+/// Refuse a request whose client the operator blocked (403 `blocked`), before any work.
+pub async fn refuse_blocked(
+    axum::extract::State(s): axum::extract::State<std::sync::Arc<verifier_service::Services>>,
+    req: Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if let Some(client) = client_address(&req, &s.config)
+        && s.blocks.client_blocked(&client)
+    {
+        return crate::respond::error(&verifier_service::errors::ApiError::Blocked, &s.config);
+    }
+    next.run(req).await
+}
+
 /// An address as API Gateway writes it (`sam local` adds a `/32` suffix): the bare IP.
 pub fn normalize_source_ip(raw: &str) -> String {
     raw.split('/').next().unwrap_or(raw).trim().to_owned()

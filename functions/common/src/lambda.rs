@@ -108,6 +108,9 @@ pub struct LambdaSettings {
     pub table: String,
     pub keys: KeyParams,
     pub key_refresh: Duration,
+    /// How often the operator's blocks are read again (`VERIFIER_BLOCKS_REFRESH_SECONDS`,
+    /// default 60; one query of the table each time).
+    pub blocks_refresh: Duration,
     /// Base URL for documents and receipts; none: `https://` + the API's domain name, learnt
     /// from the first request (the template cannot name its own API URL without a cycle).
     pub public_url: Option<String>,
@@ -184,6 +187,9 @@ impl LambdaSettings {
                 ring: required("VERIFIER_PUBLIC_KEYS_PARAM")?,
             },
             key_refresh: Duration::from_secs(number("VERIFIER_KEY_REFRESH_SECONDS", 300)?.max(10)),
+            blocks_refresh: Duration::from_secs(
+                number("VERIFIER_BLOCKS_REFRESH_SECONDS", 60)?.max(1),
+            ),
             public_url: var("VERIFIER_PUBLIC_URL"),
             config,
             facilitator_url: var("VERIFIER_FACILITATOR_URL"),
@@ -291,7 +297,7 @@ impl Init {
                 }
             });
         let payments = PaymentGate::new(facilitator, self.solana_fee_payer.clone());
-        Ok(Arc::new(Services {
+        let services = Arc::new(Services {
             // Warmed up at init by the functions that verify (`run` with `SchemaEngine`).
             engine: Engine::without_warm_up(EngineConfig {
                 public_url: Some(config.public_url.clone()),
@@ -316,7 +322,12 @@ impl Init {
             listings: Default::default(),
             in_flight: Default::default(),
             free_budget: Default::default(),
-        }))
+            blocks: Default::default(),
+        });
+        // The operator's blocks: read now (one query of the table), then every interval.
+        services.blocks.load(services.store.as_ref()).await;
+        verifier_service::blocks::BlockList::spawn_refresh(&services, self.settings.blocks_refresh);
+        Ok(services)
     }
 }
 
@@ -336,10 +347,14 @@ async fn client_address(mut req: Request, next: Next) -> Response {
 }
 
 /// A function's router as Lambda serves it: the client address from the request context,
-/// CORS, and a 404 in the error shape for routes of other functions.
+/// blocked clients refused, CORS, and a 404 in the error shape for routes of other functions.
 pub fn app(router: Router, services: &Arc<Services>) -> Router {
     let config = Arc::new(services.config.clone());
     router
+        .route_layer(middleware::from_fn_with_state(
+            services.clone(),
+            crate::client::refuse_blocked,
+        ))
         .route_layer(middleware::from_fn(crate::request_metrics::count))
         .fallback(move || {
             let config = config.clone();

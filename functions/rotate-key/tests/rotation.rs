@@ -82,6 +82,7 @@ fn services(keys: Arc<SsmKeys>, dir: &Path) -> Services {
         listings: Default::default(),
         in_flight: Default::default(),
         free_budget: Default::default(),
+        blocks: Default::default(),
     }
 }
 

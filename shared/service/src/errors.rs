@@ -31,6 +31,9 @@ pub enum ApiError {
     /// 403: the request's `Origin` or `Host` may not call this endpoint (DNS rebinding).
     #[error("forbidden")]
     Forbidden,
+    /// 403: the operator blocked this client's network or the agent the request names.
+    #[error("blocked")]
+    Blocked,
     /// 406: the request does not accept the answer's media types.
     #[error("not acceptable")]
     NotAcceptable,
@@ -141,6 +144,11 @@ pub const ERROR_CODES: &[(&str, u16, &str)] = &[
         "This client address already has as many costly verifications running as it may; retry after `retry_after` seconds.",
     ),
     (
+        "blocked",
+        403,
+        "The operator of this service blocked the caller's network or the agent the request names; not retryable.",
+    ),
+    (
         "allowance_exhausted",
         429,
         "A private deployment only: this client's verifications for today are used up; retry after `retry_after` seconds (the next UTC midnight).",
@@ -168,6 +176,7 @@ impl ApiError {
             ApiError::NotFound => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::Forbidden => "forbidden",
+            ApiError::Blocked => "blocked",
             ApiError::NotAcceptable => "not_acceptable",
             ApiError::PaymentIdConflict => "payment_identifier_conflict",
             ApiError::BadRequest => "bad_request",
@@ -189,7 +198,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => 415,
             ApiError::NotFound => 404,
             ApiError::MethodNotAllowed => 405,
-            ApiError::Forbidden => 403,
+            ApiError::Forbidden | ApiError::Blocked => 403,
             ApiError::NotAcceptable => 406,
             ApiError::PaymentIdConflict => 409,
             ApiError::BadRequest => 400,
@@ -283,6 +292,13 @@ impl ApiError {
                     "This origin or host may not call /mcp. {NOTHING_CHARGED}; call it from the service's own origin, or ask the operator to allow yours."
                 ),
                 vec![json!({"action": "read_docs", "url": config.url("/")})],
+                vec![],
+            ),
+            ApiError::Blocked => (
+                format!(
+                    "The operator of this service blocked this caller's network or the agent the request names. {NOTHING_CHARGED}; ask the operator if you think this is wrong."
+                ),
+                vec![],
                 vec![],
             ),
             ApiError::NotAcceptable => (

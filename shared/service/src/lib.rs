@@ -12,6 +12,7 @@
 //!   route table every router and document follows;
 //! - [`telemetry`]: the metrics, defined once.
 
+pub mod blocks;
 pub mod call;
 pub mod client;
 pub mod config;
@@ -80,6 +81,8 @@ pub struct Services {
     pub in_flight: in_flight::InFlight,
     /// The last day whose free budget this process saw spent.
     pub free_budget: free_budget::SpentDay,
+    /// The operator's blocks (client networks, agent IDs).
+    pub blocks: blocks::BlockList,
 }
 
 /// How an answered call was paid for.

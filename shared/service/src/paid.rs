@@ -259,6 +259,7 @@ where
     if let Ok(amount) = authorized.requirements.amount.parse::<u64>() {
         telemetry::revenue(network, amount);
     }
+    ledger(s, authorized, &settlement, res).await;
     if let Err(e) = advance(s, authorized, PaymentState::Settling, PaymentState::Settled).await {
         tracing::error!(error = ?e, "a settled payment's state could not be stored");
     }
@@ -273,6 +274,41 @@ where
         billing: Billing::Paid(settlement),
         verdict,
     })
+}
+
+/// Keep the settled payment for the accounting export (`verifier admin export-payments`). A
+/// store failure loses the ledger line only, never the answer: it is logged as an error (with
+/// the network and transaction, which the chain also holds).
+async fn ledger(
+    s: &Services,
+    authorized: &Authorized,
+    settlement: &SettlementResponse,
+    res: &Resource,
+) {
+    let path = res
+        .url
+        .strip_prefix(s.config.public_url.trim_end_matches('/'))
+        .unwrap_or(&res.url);
+    let route = match &res.path_param {
+        Some(param) => path.replace(param.as_str(), "{agent_id}"),
+        None => path.to_owned(),
+    };
+    let entry = verifier_ports::store::Settlement {
+        at: s.clock.now().unix_timestamp(),
+        network: settlement.network.clone(),
+        payer: settlement.payer.clone().unwrap_or_default(),
+        amount: authorized.requirements.amount.clone(),
+        transaction: settlement.transaction.clone(),
+        route,
+    };
+    if let Err(e) = s.store.record_settlement(&entry).await {
+        tracing::error!(
+            error = %e,
+            network = %entry.network,
+            transaction = %entry.transaction,
+            "a settled payment could not be kept for the export"
+        );
+    }
 }
 
 /// Move the payment's claim between states; a store failure is a retryable 503.

@@ -167,6 +167,9 @@ pub async fn score(
     if let Err(e) = check_agent_id(agent_id) {
         return Reply::Error(e);
     }
+    if s.blocks.agent_blocked(agent_id) {
+        return Reply::Error(ApiError::Blocked);
+    }
     let history = if is_test_id(agent_id) {
         AgentHistory::default()
     } else {
@@ -217,6 +220,9 @@ pub async fn score(
 /// The free reputation history.
 pub async fn reputation(s: &Services, agent_id: &str) -> Result<Vec<u8>, ApiError> {
     check_agent_id(agent_id)?;
+    if s.blocks.agent_blocked(agent_id) {
+        return Err(ApiError::Blocked);
+    }
     let test = is_test_id(agent_id);
     let history = if test {
         AgentHistory::default()

@@ -37,6 +37,9 @@ pub const SIGNING_KEY: &str = "verifier_signing_key_info";
 /// up a rotation), by `key_version`: written only when it happens, so on Lambda it costs a
 /// log line per cold start or rotation, not per call.
 pub const SIGNING_KEY_ADOPTIONS: &str = "verifier_signing_key_adoptions_total";
+/// Counter: requests refused because the operator blocked their client or agent, by `kind`
+/// (`client`, `agent`).
+pub const BLOCKED_REQUESTS: &str = "verifier_blocked_requests_total";
 
 /// The request-duration buckets, in seconds: from 100 µs (a cached answer) to 5 s.
 pub const DURATION_BUCKETS: &[f64] = &[
@@ -91,6 +94,21 @@ pub fn describe() {
         SIGNING_KEY_ADOPTIONS,
         "A process started signing with this key_version (at start, or a refresh after a rotation)."
     );
+    describe_counter!(
+        BLOCKED_REQUESTS,
+        "Requests refused with 403 blocked, by kind (client: its network is blocked, agent: the agent ID it names is)."
+    );
+}
+
+/// A request refused because its `kind` (`client`, `agent`) is blocked.
+pub fn blocked_request(kind: &'static str) {
+    counter!(BLOCKED_REQUESTS, "kind" => kind).increment(1);
+}
+
+/// The blocks now enforced changed (a log line, not a gauge: on Lambda a gauge would be
+/// repeated on every invocation's metrics line).
+pub fn blocks(networks: usize, agents: usize) {
+    tracing::info!(networks, agents, "blocks loaded");
 }
 
 /// A status code as a label (the statuses this service answers; any other as `other`).

@@ -157,6 +157,11 @@ async fn verify_in<'s>(
     slot: Option<super::pool::Slot<'s>>,
 ) -> Reply {
     let _counted = s.in_flight.enter();
+    if let Some(agent) = call.request.agent_id.as_deref()
+        && s.blocks.agent_blocked(agent)
+    {
+        return Reply::Error(ApiError::Blocked);
+    }
     // A private deployment takes no payment: a payment header is not read.
     if call.payment.is_present() && !s.config.private {
         return paid(s, &call, slot).await;
