@@ -208,6 +208,9 @@ pub struct Init {
     pub keys: Arc<SsmKeys>,
     pub store: Arc<dyn Store>,
     pub facilitator: FacilitatorSettings,
+    /// The facilitator client every [`Init::services`] shares (its CDP key secret is
+    /// replaced when the key refresh finds a new one in SSM).
+    pub facilitator_client: Option<Arc<verifier_facilitator_http::HttpFacilitator>>,
     /// The Solana fee payer: configured, or learnt from the facilitator at init.
     pub solana_fee_payer: Option<String>,
 }
@@ -234,10 +237,27 @@ impl Init {
         );
         let (keys, key_secret) = loaded?;
         verifier_service::telemetry::key_adopted(keys.current().key_version());
-        keys.spawn_refresh(
+        let facilitator = FacilitatorSettings {
+            url: settings.facilitator_url.clone(),
+            bearer: None,
+            key_id: settings.facilitator_key_id.clone(),
+            key_secret: key_secret.clone(),
+        };
+        // Fail at init on a broken facilitator configuration, not on the first paid call.
+        let facilitator_client = facilitator
+            .facilitator()
+            .map_err(InitError::Facilitator)?
+            .map(Arc::new);
+        let credentials = facilitator_client.as_ref().map(|f| f.credentials());
+        let secret = settings
+            .facilitator_key_secret_param
+            .clone()
+            .zip(key_secret.clone());
+        keys.spawn_refresh_with_secret(
             ssm.clone(),
             settings.keys.clone(),
             settings.key_refresh,
+            secret,
             |refresh| {
                 verifier_service::telemetry::dependency(
                     verifier_service::telemetry::Dependency::Ssm,
@@ -249,16 +269,16 @@ impl Init {
                     verifier_service::telemetry::key_adopted(&version);
                 }
             },
+            move |secret| match credentials.as_ref().map(|c| c.replace_cdp_secret(secret)) {
+                Some(Ok(())) => tracing::info!("the facilitator's API key secret was refreshed"),
+                Some(Err(e)) => tracing::error!(error = %e, "the facilitator's refreshed API key secret was refused"),
+                None => {}
+            },
         );
-        let facilitator = FacilitatorSettings {
-            url: settings.facilitator_url.clone(),
-            bearer: None,
-            key_id: settings.facilitator_key_id.clone(),
-            key_secret,
-        };
-        // Fail at init on a broken facilitator configuration, not on the first paid call.
         let payments = PaymentGate::new(
-            facilitator.port().map_err(InitError::Facilitator)?,
+            facilitator_client
+                .clone()
+                .map(|f| f as Arc<dyn verifier_ports::facilitator::Facilitator>),
             settings.config.solana_fee_payer.clone(),
         );
         payments
@@ -273,6 +293,7 @@ impl Init {
             },
             keys,
             facilitator,
+            facilitator_client,
             solana_fee_payer: payments.fee_payer(),
             settings,
         })
@@ -284,18 +305,15 @@ impl Init {
             public_url: public_url.trim_end_matches('/').to_owned(),
             ..self.settings.config.clone()
         };
-        let facilitator = self
-            .facilitator
-            .port()
-            .map_err(InitError::Facilitator)?
-            .map(|f| {
-                if self.settings.metered {
-                    Arc::new(verifier_service::metered::MeteredFacilitator(f))
-                        as Arc<dyn verifier_ports::facilitator::Facilitator>
-                } else {
-                    f
-                }
-            });
+        let facilitator = self.facilitator_client.clone().map(|f| {
+            let f = f as Arc<dyn verifier_ports::facilitator::Facilitator>;
+            if self.settings.metered {
+                Arc::new(verifier_service::metered::MeteredFacilitator(f))
+                    as Arc<dyn verifier_ports::facilitator::Facilitator>
+            } else {
+                f
+            }
+        });
         let payments = PaymentGate::new(facilitator, self.solana_fee_payer.clone());
         let services = Arc::new(Services {
             // Warmed up at init by the functions that verify (`run` with `SchemaEngine`).

@@ -287,6 +287,39 @@ async fn init_reads_the_keys_and_the_facilitator_secret_in_one_call() {
     assert_eq!(keys.current().key_version(), rotation.key_version);
     assert_eq!(keys.public_keys().len(), 1);
 
+    // The refresh reads the secret in the same call and reports a new value once.
+    let (seen, mut secrets) = tokio::sync::mpsc::unbounded_channel();
+    keys.spawn_refresh_with_secret(
+        ssm.clone(),
+        settings.params.clone(),
+        Duration::from_millis(100),
+        Some((secret_name.clone(), "the-cdp-api-key-secret".into())),
+        |_| {},
+        move |secret| {
+            let _ = seen.send(secret.to_owned());
+        },
+    );
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    assert!(
+        secrets.try_recv().is_err(),
+        "an unchanged secret is not reported"
+    );
+    ssm.put_parameter()
+        .name(&secret_name)
+        .value("the-rotated-secret")
+        .r#type(aws_sdk_ssm::types::ParameterType::SecureString)
+        .key_id(&settings.kms_key_id)
+        .overwrite(true)
+        .send()
+        .await
+        .expect("rotate the secret");
+    let refreshed = tokio::time::timeout(Duration::from_secs(10), secrets.recv())
+        .await
+        .expect("the refresh saw the new secret");
+    assert_eq!(refreshed.as_deref(), Some("the-rotated-secret"));
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    assert!(secrets.try_recv().is_err(), "reported once");
+
     // Without a secret named, only the keys.
     let (keys, secret) = SsmKeys::load_with_secret(&ssm, &settings.params, None)
         .await

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use auth::FacilitatorAuth;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 pub use verifier_ports::facilitator::{Facilitator, FacilitatorError};
 use verifier_ports::x402::{
@@ -19,7 +20,7 @@ use verifier_ports::x402::{
 pub struct HttpFacilitator {
     base: String,
     client: reqwest::Client,
-    auth: Option<FacilitatorAuth>,
+    auth: Credentials,
     verify_timeout: Duration,
     settle_timeout: Duration,
 }
@@ -65,7 +66,7 @@ impl Facilitator for HttpFacilitator {
             .client
             .get(format!("{}/supported", self.base))
             .timeout(self.verify_timeout);
-        if let Some(auth) = &self.auth {
+        if let Some(auth) = self.auth.current() {
             request = request.header(
                 "authorization",
                 auth.header("GET", &self.base, "/supported")
@@ -80,7 +81,47 @@ impl Facilitator for HttpFacilitator {
     }
 }
 
+/// The credentials a facilitator client signs with, replaceable while it serves (a CDP key
+/// secret refreshed from SSM): requests already signed keep the old key, later ones use the
+/// new one.
+#[derive(Clone)]
+pub struct Credentials(Arc<RwLock<Option<Arc<FacilitatorAuth>>>>);
+
+impl Credentials {
+    fn current(&self) -> Option<Arc<FacilitatorAuth>> {
+        match self.0.read() {
+            Ok(auth) => auth.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Sign with `secret` from now on (a CDP key's; the key id stays). Refused, keeping the
+    /// current key, when the credentials are not a CDP key or the secret does not parse; the
+    /// error never contains the secret.
+    pub fn replace_cdp_secret(&self, secret: &str) -> Result<(), String> {
+        let current = self.current();
+        let Some(FacilitatorAuth::Cdp { key_id, .. }) = current.as_deref() else {
+            return Err("the facilitator's credentials are not a CDP API key".into());
+        };
+        let next = FacilitatorAuth::Cdp {
+            key_id: key_id.clone(),
+            key: auth::CdpKeyPair::parse(secret).map_err(|_| {
+                "the new CDP key secret does not parse; the current one stays".to_owned()
+            })?,
+        };
+        if let Ok(mut auth) = self.0.write() {
+            *auth = Some(Arc::new(next));
+        }
+        Ok(())
+    }
+}
+
 impl HttpFacilitator {
+    /// Its credentials (to replace a refreshed key secret).
+    pub fn credentials(&self) -> Credentials {
+        self.auth.clone()
+    }
+
     /// A client of the facilitator at `base` (e.g. `https://api.cdp.coinbase.com/platform/v2/x402`).
     pub fn new(base: &str, auth: Option<FacilitatorAuth>) -> Result<Self, FacilitatorError> {
         let client = tls::reqwest_builder()
@@ -92,7 +133,7 @@ impl HttpFacilitator {
         Ok(HttpFacilitator {
             base: base.trim_end_matches('/').to_owned(),
             client,
-            auth,
+            auth: Credentials(Arc::new(RwLock::new(auth.map(Arc::new)))),
             verify_timeout: Duration::from_secs(10),
             // Settlement waits for a receipt; API Gateway gives up at about 30 s.
             settle_timeout: Duration::from_secs(25),
@@ -122,7 +163,7 @@ impl HttpFacilitator {
                 .header("content-type", "application/json")
                 .timeout(timeout)
                 .body(body.clone());
-            if let Some(auth) = &self.auth {
+            if let Some(auth) = self.auth.current() {
                 request = request.header(
                     "authorization",
                     auth.header("POST", &self.base, path)
@@ -199,5 +240,72 @@ impl FacilitatorSettings {
         Ok(self
             .facilitator()?
             .map(|f| std::sync::Arc::new(f) as std::sync::Arc<dyn Facilitator>))
+    }
+}
+
+#[cfg(test)]
+mod credential_tests {
+    use super::*;
+    use aws_lc_rs::signature::{ED25519, Ed25519KeyPair, KeyPair, UnparsedPublicKey};
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+
+    fn secret(seed: u8) -> (String, Vec<u8>) {
+        let seed = [seed; 32];
+        let pair = Ed25519KeyPair::from_seed_unchecked(&seed).expect("seed");
+        let public = pair.public_key().as_ref().to_vec();
+        (STANDARD.encode([&seed[..], &public[..]].concat()), public)
+    }
+
+    fn signed_by(facilitator: &HttpFacilitator, public: &[u8]) -> bool {
+        let header = facilitator
+            .auth
+            .current()
+            .expect("credentials")
+            .header("POST", "https://f.example", "/settle")
+            .expect("header");
+        let jwt = header.trim_start_matches("Bearer ");
+        let (input, sig) = jwt.rsplit_once('.').expect("jwt");
+        let sig = URL_SAFE_NO_PAD.decode(sig).expect("base64url");
+        UnparsedPublicKey::new(&ED25519, public)
+            .verify(input.as_bytes(), &sig)
+            .is_ok()
+    }
+
+    #[test]
+    fn a_refreshed_cdp_secret_signs_the_next_requests_and_a_bad_one_is_refused() {
+        let (old, old_public) = secret(1);
+        let (new, new_public) = secret(2);
+        let settings = FacilitatorSettings {
+            url: Some("https://f.example".into()),
+            bearer: None,
+            key_id: Some("kid".into()),
+            key_secret: Some(old),
+        };
+        let facilitator = settings.facilitator().expect("settings").expect("client");
+        assert!(signed_by(&facilitator, &old_public));
+        let credentials = facilitator.credentials();
+        credentials.replace_cdp_secret(&new).expect("replaced");
+        assert!(signed_by(&facilitator, &new_public) && !signed_by(&facilitator, &old_public));
+        let refused = credentials
+            .replace_cdp_secret("not a key")
+            .expect_err("refused");
+        assert!(
+            !refused.contains("not a key"),
+            "the secret is never echoed: {refused}"
+        );
+        assert!(
+            signed_by(&facilitator, &new_public),
+            "the current key stays"
+        );
+
+        let bearer = FacilitatorSettings {
+            url: Some("https://f.example".into()),
+            bearer: Some("token".into()),
+            key_id: None,
+            key_secret: None,
+        };
+        let bearer = bearer.facilitator().expect("settings").expect("client");
+        assert!(bearer.credentials().replace_cdp_secret(&new).is_err());
     }
 }

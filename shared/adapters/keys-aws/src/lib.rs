@@ -219,20 +219,45 @@ impl SsmKeys {
         every: Duration,
         report: impl Fn(KeyRefresh) + Send + 'static,
     ) {
+        self.spawn_refresh_with_secret(client, params, every, None, report, |_| {});
+    }
+
+    /// [`Self::spawn_refresh`], reading the SecureString `secret` (the facilitator's API key
+    /// secret) in the same SSM call: `on_secret` gets its value each time it differs from the
+    /// last one seen (never logged here).
+    pub fn spawn_refresh_with_secret(
+        self: &Arc<Self>,
+        client: Client,
+        params: KeyParams,
+        every: Duration,
+        secret: Option<(String, String)>,
+        report: impl Fn(KeyRefresh) + Send + 'static,
+        on_secret: impl Fn(&str) + Send + 'static,
+    ) {
         let keys = Arc::downgrade(self);
         tokio::spawn(async move {
+            let (name, mut last_secret) = match secret {
+                Some((name, value)) => (Some(name), Some(value)),
+                None => (None, None),
+            };
             loop {
                 tokio::time::sleep(every).await;
                 let Some(keys) = keys.upgrade() else { return };
                 let asked = std::time::Instant::now();
-                let loaded = load(&client, &params).await;
+                let loaded = fetch(&client, &params, name.as_deref()).await;
                 let seconds = asked.elapsed().as_secs_f64();
                 match loaded {
-                    Ok((identity, ring)) => {
+                    Ok((identity, ring, secret)) => {
                         let version = identity.key_version().to_owned();
                         let changed = keys.current().key_version() != version;
                         if let Ok(mut state) = keys.state.write() {
                             *state = with_active(identity, ring);
+                        }
+                        if let Some(secret) = secret
+                            && last_secret.as_deref() != Some(secret.as_str())
+                        {
+                            on_secret(&secret);
+                            last_secret = Some(secret);
                         }
                         report(KeyRefresh {
                             ok: true,

@@ -13,10 +13,10 @@ fn outcome(i: u64) -> Outcome {
     Outcome {
         agent_id: format!("agent-{:04}", i % 1000),
         verification_id: format!("{:032x}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
-        result: if i % 3 == 0 { "fail" } else { "pass" }.into(),
+        result: if i.is_multiple_of(3) { "fail" } else { "pass" }.into(),
         verified_at: "2026-12-07T12:00:00.000000+00:00".into(),
         signed_deliverable: None,
-        paid: i % 10 == 0,
+        paid: i.is_multiple_of(10),
         checks: 5,
     }
 }
@@ -49,8 +49,13 @@ async fn main() {
     for p in pending {
         p.await.expect("task").expect("record");
     }
-    println!("filled {n} outcomes in {:.1} s", filled.elapsed().as_secs_f64());
-    let file = std::fs::metadata(dir.path().join("verifier.redb")).expect("file").len();
+    println!(
+        "filled {n} outcomes in {:.1} s",
+        filled.elapsed().as_secs_f64()
+    );
+    let file = std::fs::metadata(dir.path().join("verifier.redb"))
+        .expect("file")
+        .len();
 
     // A writer keeps recording while the backup runs.
     let stop = Arc::new(AtomicBool::new(false));
