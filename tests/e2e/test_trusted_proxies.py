@@ -1,10 +1,12 @@
 """`--trusted-proxies`: behind a real reverse proxy (nginx from Debian, started here on
 loopback) two clients with different addresses get separate free allowances; the forwarding
 headers of a peer that is not a trusted proxy are ignored (a spoofed `X-Forwarded-For` does not
-buy a fresh allowance); without the option nothing forwarded is believed."""
+buy a fresh allowance); without the option nothing forwarded is believed; TLS terminates at the
+proxy (a self-signed certificate made by openssl)."""
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -41,11 +43,21 @@ def nginx():
         pytest.skip("nginx is not installed")
     procs, prefixes = [], []
 
-    def start(upstream: int) -> str:
+    def start(upstream: int, tls: bool = False) -> str:
+        """The proxy's base URL; with `tls`, HTTPS with a self-signed certificate for 127.0.0.1
+        (made here by openssl), whose file is then `start.cert`."""
         prefix = Path(tempfile.mkdtemp(prefix="nginx-"))
         prefixes.append(prefix)
         (prefix / "logs").mkdir()
         port = free_port()
+        listen = f"127.0.0.1:{port}"
+        if tls:
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                            "-nodes", "-keyout", str(prefix / "key.pem"), "-out", str(prefix / "cert.pem"),
+                            "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                           check=True, capture_output=True)
+            start.cert = prefix / "cert.pem"
+            listen += f" ssl;\n    ssl_certificate {prefix}/cert.pem;\n    ssl_certificate_key {prefix}/key.pem"
         user = "" if os.geteuid() != 0 else "user root;"
         (prefix / "nginx.conf").write_text(f"""
 {user}
@@ -62,7 +74,7 @@ http {{
   uwsgi_temp_path {prefix}/uwsgi;
   scgi_temp_path {prefix}/scgi;
   server {{
-    listen 127.0.0.1:{port};
+    listen {listen};
     location / {{
       proxy_pass http://127.0.0.1:{upstream};
       proxy_set_header Host $host;
@@ -81,7 +93,7 @@ http {{
         while True:
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                return f"http://127.0.0.1:{port}"
+                return f"https://127.0.0.1:{port}" if tls else f"http://127.0.0.1:{port}"
             except OSError:
                 assert proc.poll() is None, proc.stderr.read().decode(errors="replace")
                 assert time.monotonic() < deadline, "nginx did not start"
@@ -106,6 +118,22 @@ def test_behind_nginx_each_client_has_its_own_allowance(start_server, nginx):
     # saw, and that right-most untrusted hop is the client (the spoofed left part is not).
     spoofed = post(proxy, 4, address="127.0.0.3", headers={"X-Forwarded-For": "198.51.100.99"})
     assert spoofed.status_code == 402, "a spoofed X-Forwarded-For bought a fresh allowance"
+
+
+def test_tls_terminates_at_the_proxy(start_server, nginx, tmp_path):
+    """The TLS story the docs give: nginx holds the certificate, the verifier listens on
+    loopback in plain HTTP with the proxy trusted, and its documents name the https URL."""
+    url = "https://verifier.example"  # the public name the certificate would carry
+    server = start_server(env={"VERIFIER_TRUSTED_PROXIES": "127.0.0.1", "VERIFIER_PUBLIC_URL": url})
+    proxy = nginx(server.port, tls=True)
+    # Through the proxy, with its self-signed certificate trusted.
+    with httpx.Client(verify=ssl.create_default_context(cafile=str(nginx.cert)), timeout=30) as client:
+        answer = client.post(proxy + "/verify/schema", json=request(1))
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["verify"]["public_key_url"] == url + "/.well-known/agent-card.json"
+        assert client.get(proxy + "/.well-known/agent-card.json").status_code == 200
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(proxy + "/health", timeout=5)  # an unknown certificate is refused by default
 
 
 def test_forwarding_headers_count_only_from_a_trusted_peer(start_server):
