@@ -67,6 +67,7 @@ apt_install chromium chromium
 apt_install prometheus promtool --no-install-recommends
 apt_install nginx-light nginx --no-install-recommends
 apt_install systemd systemd-analyze --no-install-recommends
+apt_install openssl openssl --no-install-recommends
 
 step "start DynamoDB Local and moto"
 start_dynamodb_local

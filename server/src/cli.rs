@@ -267,6 +267,10 @@ pub struct ServeOpts {
     /// the same DynamoDB table, within this).
     #[arg(long, env = "VERIFIER_BLOCKS_REFRESH_SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     pub blocks_refresh_seconds: u64,
+    /// Days an agent's outcome (a row of its history) is kept after its verification; the
+    /// agent's counts stay. 0: kept for good.
+    #[arg(long, env = "VERIFIER_OUTCOME_RETENTION_DAYS", default_value_t = 0)]
+    pub outcome_retention_days: u32,
     /// Free verifications per UTC day across all clients together; once spent, every free
     /// verification is a 402 (`free_budget_exhausted`) until midnight UTC. 0: none are free.
     #[arg(long, env = "VERIFIER_FREE_CALLS_TOTAL_PER_DAY", default_value_t = verifier_service::config::DEFAULT_FREE_TOTAL_PER_DAY)]

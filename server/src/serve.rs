@@ -258,14 +258,19 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
                 .table
                 .as_deref()
                 .ok_or("--store dynamodb needs --table (or VERIFIER_TABLE)")?;
-            let store = DynamoStore::from_env(table).await;
+            let store = DynamoStore::from_env(table)
+                .await
+                .with_outcome_retention(opts.outcome_retention_days);
             if opts.create_table {
                 store.create_table().await?;
             }
             Arc::new(store)
         }
         _ => {
-            let store = Arc::new(EmbeddedStore::open_with(&opts.data_dir, durability)?);
+            let store = Arc::new(
+                EmbeddedStore::open_with(&opts.data_dir, durability)?
+                    .with_outcome_retention(opts.outcome_retention_days),
+            );
             embedded = Some(store.clone());
             store
         }

@@ -98,6 +98,7 @@ async fn init_loads_the_ssm_key_and_serves_on_dynamodb() {
         keys: keys.clone(),
         key_refresh: Duration::from_millis(200),
         blocks_refresh: std::time::Duration::from_secs(60),
+        outcome_retention_days: 0,
         public_url: None,
         config: ServiceConfig {
             free_per_day: 3,

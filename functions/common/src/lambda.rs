@@ -111,6 +111,8 @@ pub struct LambdaSettings {
     /// How often the operator's blocks are read again (`VERIFIER_BLOCKS_REFRESH_SECONDS`,
     /// default 60; one query of the table each time).
     pub blocks_refresh: Duration,
+    /// Days an agent's outcome is kept (`VERIFIER_OUTCOME_RETENTION_DAYS`; 0: for good).
+    pub outcome_retention_days: u32,
     /// Base URL for documents and receipts; none: `https://` + the API's domain name, learnt
     /// from the first request (the template cannot name its own API URL without a cycle).
     pub public_url: Option<String>,
@@ -190,6 +192,8 @@ impl LambdaSettings {
             blocks_refresh: Duration::from_secs(
                 number("VERIFIER_BLOCKS_REFRESH_SECONDS", 60)?.max(1),
             ),
+            outcome_retention_days: u32::try_from(number("VERIFIER_OUTCOME_RETENTION_DAYS", 0)?)
+                .map_err(|_| InitError::Number("VERIFIER_OUTCOME_RETENTION_DAYS"))?,
             public_url: var("VERIFIER_PUBLIC_URL"),
             config,
             facilitator_url: var("VERIFIER_FACILITATOR_URL"),
@@ -284,7 +288,7 @@ impl Init {
         payments
             .refresh_supported(settings.config.pay_to_solana.as_deref())
             .await;
-        let store = T::store(&sdk, &settings.table);
+        let store = T::store(&sdk, &settings.table, settings.outcome_retention_days);
         Ok(Init {
             store: if settings.metered {
                 Arc::new(verifier_service::metered::MeteredStore(store))
@@ -439,7 +443,7 @@ impl WarmUp for Nothing {
 /// a table does not link the DynamoDB client (0.2 MB of discovery's zipped package).
 pub trait Table {
     /// The store over the table `name`.
-    fn store(sdk: &aws_config::SdkConfig, name: &str) -> Arc<dyn Store>;
+    fn store(sdk: &aws_config::SdkConfig, name: &str, retention_days: u32) -> Arc<dyn Store>;
 }
 
 /// The DynamoDB table: verify, score and mcp.
@@ -447,8 +451,11 @@ pub trait Table {
 pub struct Dynamo;
 
 impl Table for Dynamo {
-    fn store(sdk: &aws_config::SdkConfig, name: &str) -> Arc<dyn Store> {
-        Arc::new(DynamoStore::new(aws_sdk_dynamodb::Client::new(sdk), name))
+    fn store(sdk: &aws_config::SdkConfig, name: &str, retention_days: u32) -> Arc<dyn Store> {
+        Arc::new(
+            DynamoStore::new(aws_sdk_dynamodb::Client::new(sdk), name)
+                .with_outcome_retention(retention_days),
+        )
     }
 }
 
@@ -459,7 +466,7 @@ impl Table for Dynamo {
 pub struct WithoutTable;
 
 impl Table for WithoutTable {
-    fn store(_sdk: &aws_config::SdkConfig, _name: &str) -> Arc<dyn Store> {
+    fn store(_sdk: &aws_config::SdkConfig, _name: &str, _retention_days: u32) -> Arc<dyn Store> {
         Arc::new(NoTable)
     }
 }

@@ -61,6 +61,8 @@ pub struct DynamoStore {
     lease: Arc<BudgetLease>,
     /// Held while the lease is refilled: one block claim at a time.
     refill: Arc<tokio::sync::Mutex<()>>,
+    /// Outcome items expire (the table's TTL) this long after their verification; none: kept.
+    outcome_retention: Option<i64>,
 }
 
 fn s(v: impl Into<String>) -> AttributeValue {
@@ -158,6 +160,13 @@ fn agent_key(agent: &str) -> String {
     format!("AGENT#{agent}")
 }
 
+/// An RFC 3339 time as unix seconds (now when it does not parse).
+fn unix_seconds(at: &str) -> i64 {
+    time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|_| time::OffsetDateTime::now_utc())
+        .unix_timestamp()
+}
+
 /// Unix seconds at the end of the kept period of a `YYYY-MM-DD` day.
 fn allowance_expiry(day: &str) -> i64 {
     let parsed = time::Date::parse(
@@ -217,7 +226,16 @@ impl DynamoStore {
             table: table.to_owned(),
             lease: Arc::default(),
             refill: Arc::default(),
+            outcome_retention: None,
         }
+    }
+
+    /// Outcome items written from now on expire `days` after their verification (DynamoDB's
+    /// TTL deletes them, typically within a few days of that time); the agent's counters stay.
+    /// 0: kept for good (the default).
+    pub fn with_outcome_retention(mut self, days: u32) -> Self {
+        self.outcome_retention = (days > 0).then_some(i64::from(days) * 86_400);
+        self
     }
 
     /// Create the table (on demand, `pk`/`sk`, TTL on `expires_at`) unless it exists.
@@ -481,9 +499,13 @@ impl DynamoStore {
             .item("verification_id", s(&o.verification_id))
             .item("paid", AttributeValue::Bool(o.paid))
             .item("checks", n(o.checks))
-            .condition_expression("attribute_not_exists(pk)")
-            .build()
-            .map_err(backend)?;
+            .condition_expression("attribute_not_exists(pk)");
+        let item = match self.outcome_retention {
+            Some(keep) => item.item("expires_at", n(unix_seconds(&o.verified_at) + keep)),
+            None => item,
+        }
+        .build()
+        .map_err(backend)?;
         let mut items = vec![
             TransactWriteItem::builder().update(stats).build(),
             TransactWriteItem::builder().put(item).build(),

@@ -610,3 +610,93 @@ async fn settlements_are_kept_once_and_listed_by_time(store: Arc<dyn Store>) {
     );
 }
 contract!(settlements_are_kept_once_and_listed_by_time);
+
+/// With a retention, the embedded store drops an agent's expired outcomes as it writes new
+/// ones; the counts stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_store_drops_expired_outcomes_and_keeps_the_counts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = EmbeddedStore::open(dir.path())
+        .expect("store")
+        .with_outcome_retention(30);
+    let old = verifier_ports::clock::rfc3339_seconds(
+        time::OffsetDateTime::now_utc() - time::Duration::days(31),
+    );
+    let recent = verifier_ports::clock::rfc3339_seconds(time::OffsetDateTime::now_utc());
+    for _ in 0..6 {
+        store
+            .record(outcome("kept-counts", true, &old))
+            .await
+            .expect("record");
+    }
+    // Each write drops up to 4 expired ones, oldest first (the first writes dropped the
+    // expired ones written before them).
+    store
+        .record(outcome("kept-counts", false, &recent))
+        .await
+        .expect("record");
+    store
+        .record(outcome("kept-counts", false, &recent))
+        .await
+        .expect("record");
+    let h = store.history("kept-counts", 100).await.expect("history");
+    assert_eq!((h.passes, h.fails), (6, 2), "the counts stay");
+    assert!(
+        h.recent.iter().all(|o| o.verified_at == recent),
+        "{:?}",
+        h.recent
+    );
+    assert_eq!(h.recent.len(), 2);
+}
+
+/// With a retention, DynamoDB outcome items carry `expires_at` (the table's TTL attribute)
+/// their verification time plus the retention; without one they carry none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamodb_outcomes_carry_their_expiry() {
+    if dynamo().await.is_none() {
+        return;
+    }
+    let table = format!("contract-{}", uuid::Uuid::new_v4());
+    let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let client = aws_sdk_dynamodb::Client::new(&config);
+    let store = DynamoStore::new(client.clone(), &table).with_outcome_retention(30);
+    store.create_table().await.expect("create table");
+    let at = "2026-12-07T12:00:00.000000+00:00";
+    store
+        .record(outcome("expiring", true, at))
+        .await
+        .expect("record");
+    let plain = DynamoStore::new(client.clone(), &table);
+    plain
+        .record(outcome("forever", true, at))
+        .await
+        .expect("record");
+    let expiry = |agent: &str| {
+        let client = client.clone();
+        let table = table.clone();
+        let pk = format!("AGENT#{agent}");
+        async move {
+            let out = client
+                .query()
+                .table_name(table)
+                .key_condition_expression("pk = :pk AND begins_with(sk, :out)")
+                .expression_attribute_values(":pk", aws_sdk_dynamodb::types::AttributeValue::S(pk))
+                .expression_attribute_values(
+                    ":out",
+                    aws_sdk_dynamodb::types::AttributeValue::S("OUT#".into()),
+                )
+                .send()
+                .await
+                .expect("query");
+            let items = out.items.unwrap_or_default();
+            assert_eq!(items.len(), 1);
+            items[0]
+                .get("expires_at")
+                .and_then(|v| v.as_n().ok())
+                .cloned()
+        }
+    };
+    // 2026-12-07T12:00:00Z is 1796644800; plus 30 days.
+    assert_eq!(expiry("expiring").await.as_deref(), Some("1799236800"));
+    assert_eq!(expiry("forever").await, None);
+}

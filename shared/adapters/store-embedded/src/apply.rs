@@ -5,8 +5,8 @@ use super::allowance;
 use super::lazy_table::LazyTable;
 use super::{
     AGENTS, ANSWER_PREFIX, ANSWERS, AgentStats, BLOCKS, DELIVERABLES, Group, JOURNAL_SEQ, META,
-    OUTCOMES, Op, PAYMENT_EXPIRY, PAYMENT_STATES, PAYMENTS, PRUNE_PER_BATCH, SETTLEMENT_IDS,
-    SETTLEMENTS,
+    OUTCOMES, Op, PAYMENT_EXPIRY, PAYMENT_STATES, PAYMENTS, PRUNE_OUTCOMES_PER_WRITE,
+    PRUNE_PER_BATCH, SETTLEMENT_IDS, SETTLEMENTS,
 };
 use redb::{Database, Key, ReadableTable, Value};
 use verifier_ports::store::MAX_BLOCKS;
@@ -37,6 +37,44 @@ fn prune_payments(
             payments.remove(key.as_str())?;
             states.remove(key.as_str())?;
         }
+    }
+    Ok(())
+}
+
+/// Drop up to [`PRUNE_OUTCOMES_PER_WRITE`] of `agent`'s oldest outcomes verified before
+/// `cutoff` (unix seconds); outcomes are in the order they were recorded.
+fn prune_outcomes(
+    outcomes: &mut redb::Table<(&str, u64), &[u8]>,
+    agent: &str,
+    cutoff: i64,
+) -> Result<(), redb::StorageError> {
+    #[derive(serde::Deserialize)]
+    struct When {
+        verified_at: String,
+    }
+    let mut expired = Vec::new();
+    for item in outcomes
+        .range((agent, 0u64)..=(agent, u64::MAX))?
+        .take(PRUNE_OUTCOMES_PER_WRITE)
+    {
+        let (k, v) = item?;
+        let at = serde_json::from_slice::<When>(v.value())
+            .ok()
+            .and_then(|w| {
+                time::OffsetDateTime::parse(
+                    &w.verified_at,
+                    &time::format_description::well_known::Rfc3339,
+                )
+                .ok()
+            })
+            .map(|t| t.unix_timestamp());
+        match at {
+            Some(at) if at < cutoff => expired.push(k.value().1),
+            _ => break,
+        }
+    }
+    for seq in expired {
+        outcomes.remove((agent, seq))?;
     }
     Ok(())
 }
@@ -142,12 +180,13 @@ pub(super) fn stage(
             meta.insert(JOURNAL_SEQ, seq).map_err(|e| e.to_string())?;
         }
         for op in ops {
-            let (outcome, claim) = match op {
+            let (outcome, prune_before, claim) = match op {
                 Op::Claim {
                     key,
                     limit,
                     total,
                     outcome,
+                    prune_before,
                 } => {
                     let row =
                         allowance::split_claim_key(key).ok_or("a free claim's key has no day")?;
@@ -178,9 +217,16 @@ pub(super) fn stage(
                             .insert(budget_row, budget_used + 1)
                             .map_err(|e| e.to_string())?;
                     }
-                    (outcome.as_ref(), FreeClaim::Granted { used: used + 1 })
+                    (
+                        outcome.as_ref(),
+                        *prune_before,
+                        FreeClaim::Granted { used: used + 1 },
+                    )
                 }
-                Op::Record { outcome } => (Some(outcome), FreeClaim::Granted { used: 0 }),
+                Op::Record {
+                    outcome,
+                    prune_before,
+                } => (Some(outcome), *prune_before, FreeClaim::Granted { used: 0 }),
                 Op::GiveBack { key, total } => {
                     let row = allowance::split_claim_key(key)
                         .ok_or("a free call given back has no day")?;
@@ -378,6 +424,10 @@ pub(super) fn stage(
                 table(&mut agents)?
                     .insert(o.agent_id.as_str(), stats_bytes.as_slice())
                     .map_err(|e| e.to_string())?;
+                if let Some(cutoff) = prune_before {
+                    prune_outcomes(table(&mut outcomes)?, &o.agent_id, cutoff)
+                        .map_err(|e| e.to_string())?;
+                }
             }
             results.push(claim);
         }
@@ -424,10 +474,12 @@ mod tests {
                     limit: 5,
                     total: None,
                     outcome: None,
+                    prune_before: None,
                 })
                 .collect();
             let record = Op::Record {
                 outcome: sample_outcome(),
+                prune_before: None,
             };
             drop(table);
             let mut table = LazyTable::new(&txn, allowance::ALLOWANCE);

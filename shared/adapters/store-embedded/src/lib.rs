@@ -87,6 +87,9 @@ const JOURNAL_BYTES: u64 = 4 * 1024 * 1024;
 /// durably (under load the journal's half fills first).
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 
+/// Expired outcomes of an agent dropped per write of one of its outcomes.
+pub const PRUNE_OUTCOMES_PER_WRITE: usize = 4;
+
 /// Most requests applied in one write transaction.
 const MAX_BATCH: usize = 512;
 
@@ -138,21 +141,21 @@ enum Op {
         #[serde(default)]
         total: Option<u64>,
         outcome: Option<Outcome>,
+        /// With an outcome: drop the agent's outcomes verified before this unix second
+        /// (outcome retention; the oldest few per write).
+        #[serde(default)]
+        prune_before: Option<i64>,
     },
     Record {
         outcome: Outcome,
+        #[serde(default)]
+        prune_before: Option<i64>,
     },
     /// Give back one free call claimed without an outcome (and its unit of the day's budget
     /// with `total`); never below zero.
-    GiveBack {
-        key: String,
-        total: bool,
-    },
+    GiveBack { key: String, total: bool },
     /// A payment claim; answered `Granted` when first, `Exhausted` when a replay.
-    Payment {
-        key: String,
-        keep_until: i64,
-    },
+    Payment { key: String, keep_until: i64 },
     /// Move a payment claim from one state to another; `Granted` when it moved.
     Advance {
         key: String,
@@ -160,9 +163,7 @@ enum Op {
         to: PaymentState,
     },
     /// Forget a payment claim that was never settled.
-    Release {
-        key: String,
-    },
+    Release { key: String },
     /// Keep a paid answer under its payment identifier (the first one stays).
     Answer {
         id: String,
@@ -177,14 +178,9 @@ enum Op {
     },
     /// Block (`since` set) or unblock (`None`) a client network or an agent: `Granted` when
     /// it changed.
-    Block {
-        key: String,
-        since: Option<i64>,
-    },
+    Block { key: String, since: Option<i64> },
     /// Erase an agent's counters and outcomes: `Granted { used }`, `used` the outcomes erased.
-    Erase {
-        agent_id: String,
-    },
+    Erase { agent_id: String },
 }
 
 impl Op {
@@ -220,6 +216,8 @@ pub struct EmbeddedStore {
     writer: Option<std::thread::JoinHandle<()>>,
     /// What a read waits for, so a caller that got an answer reads its own writes.
     visible: Arc<Visibility>,
+    /// Outcomes are dropped this many seconds after their verification; none: kept.
+    outcome_retention: Option<i64>,
 }
 
 /// Between a group's answers and its B-tree commit: what reads wait for.
@@ -346,7 +344,23 @@ impl EmbeddedStore {
             jobs: Some(tx),
             writer: Some(writer),
             visible,
+            outcome_retention: None,
         })
+    }
+
+    /// Drop an agent's outcomes `days` after their verification (0: keep them, the default).
+    /// Each write of an agent's outcome drops up to [`PRUNE_OUTCOMES_PER_WRITE`] of its
+    /// oldest expired ones, so an agent no longer verified keeps its last rows; its counters
+    /// stay.
+    pub fn with_outcome_retention(mut self, days: u32) -> Self {
+        self.outcome_retention = (days > 0).then_some(i64::from(days) * 86_400);
+        self
+    }
+
+    /// The cutoff an outcome written now prunes before.
+    fn prune_before(&self) -> Option<i64> {
+        self.outcome_retention
+            .map(|keep| time::OffsetDateTime::now_utc().unix_timestamp() - keep)
     }
 
     /// A read transaction that sees every write whose call was answered.
@@ -710,11 +724,13 @@ impl Store for EmbeddedStore {
         outcome: Option<Outcome>,
     ) -> Result<FreeClaim, StoreError> {
         let key = allowance::claim_key(client, day);
+        let prune_before = outcome.as_ref().and(self.prune_before());
         self.submit(Op::Claim {
             key,
             limit: limit.per_client,
             total: limit.total,
             outcome,
+            prune_before,
         })
         .await
     }
@@ -729,7 +745,13 @@ impl Store for EmbeddedStore {
     }
 
     async fn record(&self, outcome: Outcome) -> Result<(), StoreError> {
-        self.submit(Op::Record { outcome }).await.map(|_| ())
+        let prune_before = self.prune_before();
+        self.submit(Op::Record {
+            outcome,
+            prune_before,
+        })
+        .await
+        .map(|_| ())
     }
 
     async fn release_free(&self, client: &str, day: &str, total: bool) -> Result<(), StoreError> {
