@@ -21,7 +21,7 @@ TELEMETRY = ROOT / "shared" / "service" / "src" / "telemetry.rs"
 DATASOURCE = "${datasource}"
 # The labels this service records at all (Prometheus's own `le` on histogram buckets included).
 KNOWN_LABELS = {"route", "status", "transport", "result", "paid", "reason", "network", "outcome",
-                "code", "dependency", "le", "key_version"}
+                "code", "dependency", "le", "key_version", "kind"}
 HISTOGRAM_SUFFIXES = ("_bucket", "_count", "_sum")
 
 CONST = re.compile(r'pub\s+const\s+([A-Z][A-Z0-9_]*)\s*:\s*&str\s*=\s*"(verifier_[a-z0-9_]+)"\s*;')
