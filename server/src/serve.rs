@@ -328,6 +328,14 @@ async fn serve(opts: ServeOpts) -> Result<(), Box<dyn std::error::Error>> {
         key_id: opts.facilitator_key_id.clone(),
         key_secret: opts.facilitator_key_secret.clone(),
     };
+    if !config.private
+        && let Some(problem) = settings.missing_credentials((
+            "--facilitator-key-id (VERIFIER_FACILITATOR_KEY_ID)",
+            "--facilitator-key-secret (VERIFIER_FACILITATOR_KEY_SECRET)",
+        ))
+    {
+        tracing::error!("{problem}");
+    }
     let facilitator = settings.port()?.map(|f| {
         if metrics.is_some() {
             Arc::new(MeteredFacilitator(f)) as Arc<dyn verifier_ports::facilitator::Facilitator>

@@ -247,6 +247,14 @@ impl Init {
             key_id: settings.facilitator_key_id.clone(),
             key_secret: key_secret.clone(),
         };
+        if !settings.config.private
+            && let Some(problem) = facilitator.missing_credentials((
+                "VERIFIER_FACILITATOR_KEY_ID (the template's FacilitatorKeyId)",
+                "VERIFIER_FACILITATOR_KEY_SECRET_PARAM (FacilitatorKeySecretParamName)",
+            ))
+        {
+            tracing::error!("{problem}");
+        }
         // Fail at init on a broken facilitator configuration, not on the first paid call.
         let facilitator_client = facilitator
             .facilitator()

@@ -211,7 +211,25 @@ pub struct FacilitatorSettings {
     pub key_secret: Option<String>,
 }
 
+/// The host of Coinbase's CDP facilitator, which answers 401 to requests without a CDP key.
+pub const CDP_HOST: &str = "api.cdp.coinbase.com";
+
 impl FacilitatorSettings {
+    /// What is wrong with these settings that no request would show before a payment fails:
+    /// the CDP facilitator without a CDP API key. `names` names the key id's and the secret's
+    /// settings as the operator sets them (flags or variables).
+    pub fn missing_credentials(&self, names: (&str, &str)) -> Option<String> {
+        let url = self.url.as_deref()?;
+        let host = url.split("://").nth(1)?.split(['/', ':']).next()?;
+        let cdp = host.eq_ignore_ascii_case(CDP_HOST);
+        (cdp && (self.key_id.is_none() || self.key_secret.is_none())).then(|| {
+            format!(
+                "the facilitator {url} needs a CDP API key: set {} and {}; until then every payment is refused",
+                names.0, names.1
+            )
+        })
+    }
+
     /// The facilitator client these settings describe.
     pub fn facilitator(&self) -> Result<Option<HttpFacilitator>, String> {
         let Some(url) = self.url.as_deref().filter(|u| !u.trim().is_empty()) else {
@@ -270,6 +288,26 @@ mod credential_tests {
         UnparsedPublicKey::new(&ED25519, public)
             .verify(input.as_bytes(), &sig)
             .is_ok()
+    }
+
+    #[test]
+    fn the_cdp_facilitator_without_its_key_is_named_at_start() {
+        let settings = |url: &str, id: Option<&str>| FacilitatorSettings {
+            url: Some(url.into()),
+            bearer: None,
+            key_id: id.map(Into::into),
+            key_secret: id.map(|_| "secret".into()),
+        };
+        let names = ("VERIFIER_FACILITATOR_KEY_ID", "VERIFIER_FACILITATOR_KEY_SECRET_PARAM");
+        let missing = settings("https://api.cdp.coinbase.com/platform/v2/x402", None)
+            .missing_credentials(names)
+            .expect("named");
+        assert!(missing.contains("VERIFIER_FACILITATOR_KEY_ID and VERIFIER_FACILITATOR_KEY_SECRET_PARAM"));
+        assert!(settings("https://api.cdp.coinbase.com/platform/v2/x402", Some("kid"))
+            .missing_credentials(names)
+            .is_none());
+        assert!(settings("http://127.0.0.1:4022", None).missing_credentials(names).is_none());
+        assert!(settings("https://x402.org/facilitator", None).missing_credentials(names).is_none());
     }
 
     #[test]
