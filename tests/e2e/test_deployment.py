@@ -374,9 +374,10 @@ def test_the_functions_write_their_metrics_as_emf_counting_the_workload():
     assert emf_sum(docs, "verifier_requests_total", route="/verify/schema", status="402", **fn) == 1
     assert emf_sum(docs, "verifier_requests_total", route="/verify/schema", status="422", **fn) == 1
     assert emf_sum(docs, "verifier_request_duration_seconds", route="/verify/schema", **fn) == 4
-    # One store call per free claim (two answered, one refused); the `test-` agent records no
-    # outcome, and the 422 is refused before any store call.
-    assert emf_sum(docs, "verifier_dependency_duration_seconds", dependency="store", outcome="ok", **fn) == 3
+    # One store call per free claim (two answered, one refused), and one read of the operator's
+    # blocks when the function's services are made (the next is 60 s later); the `test-` agent
+    # records no outcome, and the 422 is refused before any store call.
+    assert emf_sum(docs, "verifier_dependency_duration_seconds", dependency="store", outcome="ok", **fn) == 4
     assert emf_sum(docs, "verifier_cold_starts_total", **fn) == 1
     assert emf_sum(docs, "verifier_dependency_duration_seconds", dependency="ssm", outcome="ok", **fn) >= 1
     assert emf_sum(docs, "verifier_signing_key_adoptions_total", key_version=first_key, **fn) == 1

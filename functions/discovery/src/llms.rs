@@ -38,6 +38,30 @@ pub fn price_text(s: &Services, pricing: Pricing) -> String {
     }
 }
 
+/// The rules and bounds reference, from the descriptions the request schema carries (one
+/// source for the OpenAPI document, the MCP tool's input schema and this text).
+fn rule_reference(out: &mut String) {
+    use verifier_engine::request_schema::{bound_schema, rule_schema};
+    let _ = writeln!(out, "## Rules and bounds\n");
+    for (title, schema) in [("A rule", rule_schema()), ("A bound", bound_schema())] {
+        let _ = writeln!(
+            out,
+            "{title}: {}\n",
+            schema["description"].as_str().unwrap_or_default()
+        );
+        if let Some(members) = schema["properties"].as_object() {
+            for (name, member) in members {
+                let _ = writeln!(
+                    out,
+                    "- `{name}`: {}",
+                    member["description"].as_str().unwrap_or_default()
+                );
+            }
+        }
+        let _ = writeln!(out);
+    }
+}
+
 /// A private deployment's price of any route.
 fn private_price(c: &verifier_service::config::ServiceConfig) -> String {
     if c.free_per_day == verifier_service::config::UNLIMITED {
@@ -134,6 +158,8 @@ fn short(s: &Services, out: &mut String) {
          Strict JSON: duplicate keys, integers beyond ±(2^53−1), non-finite numbers and nesting deeper than {MAX_FIELD_DEPTH} levels inside a field are refused with 422.\n",
         c.hard_body_limit
     );
+
+    rule_reference(out);
 
     let _ = writeln!(out, "## Verifying a receipt\n");
     let _ = writeln!(

@@ -298,16 +298,32 @@ mod credential_tests {
             key_id: id.map(Into::into),
             key_secret: id.map(|_| "secret".into()),
         };
-        let names = ("VERIFIER_FACILITATOR_KEY_ID", "VERIFIER_FACILITATOR_KEY_SECRET_PARAM");
+        let names = (
+            "VERIFIER_FACILITATOR_KEY_ID",
+            "VERIFIER_FACILITATOR_KEY_SECRET_PARAM",
+        );
         let missing = settings("https://api.cdp.coinbase.com/platform/v2/x402", None)
             .missing_credentials(names)
             .expect("named");
-        assert!(missing.contains("VERIFIER_FACILITATOR_KEY_ID and VERIFIER_FACILITATOR_KEY_SECRET_PARAM"));
-        assert!(settings("https://api.cdp.coinbase.com/platform/v2/x402", Some("kid"))
-            .missing_credentials(names)
-            .is_none());
-        assert!(settings("http://127.0.0.1:4022", None).missing_credentials(names).is_none());
-        assert!(settings("https://x402.org/facilitator", None).missing_credentials(names).is_none());
+        assert!(
+            missing
+                .contains("VERIFIER_FACILITATOR_KEY_ID and VERIFIER_FACILITATOR_KEY_SECRET_PARAM")
+        );
+        assert!(
+            settings("https://api.cdp.coinbase.com/platform/v2/x402", Some("kid"))
+                .missing_credentials(names)
+                .is_none()
+        );
+        assert!(
+            settings("http://127.0.0.1:4022", None)
+                .missing_credentials(names)
+                .is_none()
+        );
+        assert!(
+            settings("https://x402.org/facilitator", None)
+                .missing_credentials(names)
+                .is_none()
+        );
     }
 
     #[test]

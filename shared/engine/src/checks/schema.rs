@@ -522,17 +522,216 @@ fn classify_build_error(e: &ValidationError<'_>) -> SchemaError {
             if last == "pattern" || path.contains("/patternProperties") {
                 return pattern_error(e);
             }
-            let keyword = if is_schema_keyword(last) {
-                format!("the '{last}' keyword")
-            } else {
-                "a keyword".into()
+            let located = locate(path);
+            let keyword = match located.role {
+                Role::Keyword(k) if is_schema_keyword(k) => format!("the '{k}' keyword"),
+                Role::Subschema => "a subschema".into(),
+                Role::Keyword(_) | Role::InValue(_) => "a keyword".into(),
             };
+            let allowed = match located.role {
+                Role::Subschema => Some("a schema (an object or a boolean)"),
+                Role::Keyword(k) | Role::InValue(k) => allowed_value(k),
+            }
+            .map(|a| format!("; allowed there: {a}"))
+            .unwrap_or_default();
             SchemaError::Invalid(format!(
-                "{keyword} breaks the meta-schema's '{}' rule",
+                "{keyword} at {} breaks the meta-schema's '{}' rule{allowed}",
+                located.shown,
                 kind.keyword()
             ))
         }
     }
+}
+
+/// What the failing location of a schema is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role<'a> {
+    /// A keyword's value (`type`, `minLength`, …).
+    Keyword(&'a str),
+    /// A schema inside another: a member of `properties`, an element of `allOf`, …
+    Subschema,
+    /// Something inside a keyword's value (an element of `required`, …): that keyword.
+    InValue(&'a str),
+}
+
+/// A failing location: its role, and its pointer as an error may show it.
+struct Located<'a> {
+    role: Role<'a>,
+    shown: String,
+}
+
+/// Walk a JSON pointer into a schema, telling keywords from property names: keywords and
+/// array indices are shown as they are, property names only when plain (letters, digits,
+/// `_`, `-`, `.`, `$`, at most 64), any other as `~name` (never quoted back).
+fn locate(pointer: &str) -> Located<'_> {
+    /// Keywords whose value maps names to schemas.
+    const MAPS: &[&str] = &[
+        "properties",
+        "patternProperties",
+        "$defs",
+        "definitions",
+        "dependentSchemas",
+    ];
+    /// Keywords whose value is an array of schemas.
+    const ARRAYS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
+    /// Keywords whose value is one schema (`items` also an array of them before 2020-12: an
+    /// index where a keyword would be is that form).
+    const ONE: &[&str] = &[
+        "items",
+        "additionalItems",
+        "additionalProperties",
+        "contains",
+        "propertyNames",
+        "not",
+        "if",
+        "then",
+        "else",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    ];
+    #[derive(Clone, Copy)]
+    enum Next<'a> {
+        Keyword,
+        Name,
+        Index,
+        Value(&'a str),
+    }
+    let plain = |seg: &str| {
+        !seg.is_empty()
+            && seg.len() <= 64
+            && seg
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'$'))
+    };
+    let index = |seg: &str| !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit());
+    let mut next = Next::Keyword;
+    let mut role = Role::Subschema;
+    let mut shown = String::new();
+    for seg in pointer.split('/').skip(1) {
+        let (this, after, safe) = match next {
+            Next::Keyword if index(seg) => (Role::Subschema, Next::Keyword, true),
+            Next::Keyword => {
+                let after = if MAPS.contains(&seg) {
+                    Next::Name
+                } else if ARRAYS.contains(&seg) {
+                    Next::Index
+                } else if ONE.contains(&seg) {
+                    Next::Keyword
+                } else {
+                    Next::Value(seg)
+                };
+                (
+                    Role::Keyword(seg),
+                    after,
+                    is_schema_keyword(seg) || plain(seg),
+                )
+            }
+            Next::Name => (Role::Subschema, Next::Keyword, plain(seg)),
+            Next::Index => (Role::Subschema, Next::Keyword, index(seg)),
+            Next::Value(k) => (Role::InValue(k), Next::Value(k), plain(seg)),
+        };
+        role = this;
+        next = after;
+        shown.push('/');
+        shown.push_str(if safe { seg } else { "~name" });
+    }
+    let shown = if shown.is_empty() {
+        "the schema's root".to_owned()
+    } else {
+        format!("'{shown}'")
+    };
+    Located { role, shown }
+}
+
+#[cfg(test)]
+mod location_tests {
+    use super::*;
+
+    fn problem(schema: Value) -> String {
+        match CompiledSchema::compile(&schema, &SchemaOptions::default()) {
+            Err(SchemaError::Invalid(text)) => text,
+            other => panic!("expected an invalid schema, got {:?}", other.map(|_| ())),
+        }
+    }
+
+    #[test]
+    fn an_invalid_schema_is_located_by_pointer_with_what_is_allowed_there() {
+        let typo = problem(serde_json::json!({"type": "strin"}));
+        assert!(typo.starts_with("the 'type' keyword at '/type'"), "{typo}");
+        assert!(
+            typo.contains("allowed there: one of the seven type names"),
+            "{typo}"
+        );
+        assert!(
+            !typo.contains("strin\""),
+            "the value is never quoted: {typo}"
+        );
+        let nested = problem(serde_json::json!({"properties": {"total": {"minimum": "0"}}}));
+        assert!(
+            nested.contains("at '/properties/total/minimum'"),
+            "{nested}"
+        );
+        assert!(nested.contains("allowed there: a number"), "{nested}");
+        // A property named like a keyword is a subschema there, not that keyword.
+        let named = problem(serde_json::json!({"properties": {"type": 5}}));
+        assert!(
+            named.starts_with("a subschema at '/properties/type'"),
+            "{named}"
+        );
+        assert!(named.contains("allowed there: a schema"), "{named}");
+        // A property name that is not plain text is never shown.
+        let odd = problem(serde_json::json!({"properties": {"<script>x</script>": {"type": 1}}}));
+        assert!(odd.contains("at '/properties/~name/type'"), "{odd}");
+        assert!(!odd.contains("script"), "{odd}");
+        let listed = problem(serde_json::json!({"required": ["a", 7]}));
+        assert!(listed.contains("at '/required/1'"), "{listed}");
+        assert!(listed.contains("an array of unique strings"), "{listed}");
+        let deep = problem(serde_json::json!({"allOf": [{"items": {"maxItems": -1}}]}));
+        assert!(
+            deep.contains("at '/allOf/0/items/maxItems'")
+                && deep.contains("a non-negative integer"),
+            "{deep}"
+        );
+    }
+}
+
+/// What a keyword's value must be, for the keywords whose value has a fixed shape.
+fn allowed_value(keyword: &str) -> Option<&'static str> {
+    Some(match keyword {
+        "type" => {
+            "one of the seven type names (array, boolean, integer, null, number, object, string), or an array of them without repeats"
+        }
+        "enum" => "an array of values",
+        "required" => "an array of unique strings",
+        "multipleOf" => "a number greater than 0",
+        "maximum" | "minimum" | "exclusiveMaximum" | "exclusiveMinimum" => {
+            "a number (in draft 4, exclusiveMaximum and exclusiveMinimum are booleans)"
+        }
+        "maxLength" | "minLength" | "maxItems" | "minItems" | "maxProperties" | "minProperties"
+        | "maxContains" | "minContains" => "a non-negative integer",
+        "uniqueItems" => "true or false",
+        "pattern" => "a string holding an ECMA-262 regular expression",
+        "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
+            "an object whose values are schemas (objects or booleans)"
+        }
+        "items" => {
+            "a schema (an object or a boolean); before draft 2020-12 also an array of schemas"
+        }
+        "prefixItems" | "allOf" | "anyOf" | "oneOf" => "a non-empty array of schemas",
+        "additionalProperties"
+        | "additionalItems"
+        | "contains"
+        | "propertyNames"
+        | "not"
+        | "if"
+        | "then"
+        | "else"
+        | "unevaluatedItems"
+        | "unevaluatedProperties" => "a schema (an object or a boolean)",
+        "dependentRequired" => "an object whose values are arrays of unique strings",
+        "format" | "$ref" | "$id" | "$anchor" | "$comment" | "title" | "description" => "a string",
+        _ => return None,
+    })
 }
 
 /// Tell unsupported regex features from plain syntax errors by looking at the pattern (or, for
