@@ -643,58 +643,6 @@ fn locate(pointer: &str) -> Located<'_> {
     Located { role, shown }
 }
 
-#[cfg(test)]
-mod location_tests {
-    use super::*;
-
-    fn problem(schema: Value) -> String {
-        match CompiledSchema::compile(&schema, &SchemaOptions::default()) {
-            Err(SchemaError::Invalid(text)) => text,
-            other => panic!("expected an invalid schema, got {:?}", other.map(|_| ())),
-        }
-    }
-
-    #[test]
-    fn an_invalid_schema_is_located_by_pointer_with_what_is_allowed_there() {
-        let typo = problem(serde_json::json!({"type": "strin"}));
-        assert!(typo.starts_with("the 'type' keyword at '/type'"), "{typo}");
-        assert!(
-            typo.contains("allowed there: one of the seven type names"),
-            "{typo}"
-        );
-        assert!(
-            !typo.contains("strin\""),
-            "the value is never quoted: {typo}"
-        );
-        let nested = problem(serde_json::json!({"properties": {"total": {"minimum": "0"}}}));
-        assert!(
-            nested.contains("at '/properties/total/minimum'"),
-            "{nested}"
-        );
-        assert!(nested.contains("allowed there: a number"), "{nested}");
-        // A property named like a keyword is a subschema there, not that keyword.
-        let named = problem(serde_json::json!({"properties": {"type": 5}}));
-        assert!(
-            named.starts_with("a subschema at '/properties/type'"),
-            "{named}"
-        );
-        assert!(named.contains("allowed there: a schema"), "{named}");
-        // A property name that is not plain text is never shown.
-        let odd = problem(serde_json::json!({"properties": {"<script>x</script>": {"type": 1}}}));
-        assert!(odd.contains("at '/properties/~name/type'"), "{odd}");
-        assert!(!odd.contains("script"), "{odd}");
-        let listed = problem(serde_json::json!({"required": ["a", 7]}));
-        assert!(listed.contains("at '/required/1'"), "{listed}");
-        assert!(listed.contains("an array of unique strings"), "{listed}");
-        let deep = problem(serde_json::json!({"allOf": [{"items": {"maxItems": -1}}]}));
-        assert!(
-            deep.contains("at '/allOf/0/items/maxItems'")
-                && deep.contains("a non-negative integer"),
-            "{deep}"
-        );
-    }
-}
-
 /// What a keyword's value must be, for the keywords whose value has a fixed shape.
 fn allowed_value(keyword: &str) -> Option<&'static str> {
     Some(match keyword {
@@ -897,5 +845,57 @@ fn type_names(kind: &jsonschema::error::TypeKind) -> String {
             .map(|t| t.to_string())
             .collect::<Vec<_>>()
             .join(" or "),
+    }
+}
+
+#[cfg(test)]
+mod location_tests {
+    use super::*;
+
+    fn problem(schema: Value) -> String {
+        match CompiledSchema::compile(&schema, &SchemaOptions::default()) {
+            Err(SchemaError::Invalid(text)) => text,
+            other => panic!("expected an invalid schema, got {:?}", other.map(|_| ())),
+        }
+    }
+
+    #[test]
+    fn an_invalid_schema_is_located_by_pointer_with_what_is_allowed_there() {
+        let typo = problem(serde_json::json!({"type": "strin"}));
+        assert!(typo.starts_with("the 'type' keyword at '/type'"), "{typo}");
+        assert!(
+            typo.contains("allowed there: one of the seven type names"),
+            "{typo}"
+        );
+        assert!(
+            !typo.contains("strin\""),
+            "the value is never quoted: {typo}"
+        );
+        let nested = problem(serde_json::json!({"properties": {"total": {"minimum": "0"}}}));
+        assert!(
+            nested.contains("at '/properties/total/minimum'"),
+            "{nested}"
+        );
+        assert!(nested.contains("allowed there: a number"), "{nested}");
+        // A property named like a keyword is a subschema there, not that keyword.
+        let named = problem(serde_json::json!({"properties": {"type": 5}}));
+        assert!(
+            named.starts_with("a subschema at '/properties/type'"),
+            "{named}"
+        );
+        assert!(named.contains("allowed there: a schema"), "{named}");
+        // A property name that is not plain text is never shown.
+        let odd = problem(serde_json::json!({"properties": {"<script>x</script>": {"type": 1}}}));
+        assert!(odd.contains("at '/properties/~name/type'"), "{odd}");
+        assert!(!odd.contains("script"), "{odd}");
+        let listed = problem(serde_json::json!({"required": ["a", 7]}));
+        assert!(listed.contains("at '/required/1'"), "{listed}");
+        assert!(listed.contains("an array of unique strings"), "{listed}");
+        let deep = problem(serde_json::json!({"allOf": [{"items": {"maxItems": -1}}]}));
+        assert!(
+            deep.contains("at '/allOf/0/items/maxItems'")
+                && deep.contains("a non-negative integer"),
+            "{deep}"
+        );
     }
 }
