@@ -204,7 +204,7 @@ impl CompiledSchema {
         }
         let validator = builder
             .build(&schema)
-            .map_err(|e| classify_build_error(&e))?;
+            .map_err(|e| classify_build_error(&e, &schema))?;
         let held_bytes = meter.total().mem_bytes.saturating_sub(before.mem_bytes);
         Ok(CompiledSchema {
             validator,
@@ -320,7 +320,7 @@ pub fn screen(schema: &Value) -> Result<(), SchemaError> {
         return Err(SchemaError::UnknownDraft);
     }
     if let Err(e) = jsonschema::meta::validate(schema) {
-        return Err(classify_build_error(&e));
+        return Err(classify_build_error(&e, schema));
     }
     let mut stack: Vec<&Value> = vec![schema];
     while let Some(node) = stack.pop() {
@@ -503,7 +503,7 @@ impl Retrieve for ArcRetriever {
     }
 }
 
-fn classify_build_error(e: &ValidationError<'_>) -> SchemaError {
+fn classify_build_error(e: &ValidationError<'_>, schema: &Value) -> SchemaError {
     match e.kind() {
         ValidationErrorKind::Referencing(r) => {
             let text = r.to_string();
@@ -522,7 +522,7 @@ fn classify_build_error(e: &ValidationError<'_>) -> SchemaError {
             if last == "pattern" || path.contains("/patternProperties") {
                 return pattern_error(e);
             }
-            let located = locate(path);
+            let located = locate(path, schema);
             let keyword = match located.role {
                 Role::Keyword(k) if is_schema_keyword(k) => format!("the '{k}' keyword"),
                 Role::Subschema => "a subschema".into(),
@@ -560,10 +560,10 @@ struct Located<'a> {
     shown: String,
 }
 
-/// Walk a JSON pointer into a schema, telling keywords from property names: keywords and
-/// array indices are shown as they are, property names only when plain (letters, digits,
-/// `_`, `-`, `.`, `$`, at most 64), any other as `~name` (never quoted back).
-fn locate(pointer: &str) -> Located<'_> {
+/// Walk a JSON pointer into `schema`, telling keywords from property names: keywords and
+/// array indices are shown as they are; a property name (the caller's text) never is: it is
+/// shown as `{n}`, its position among its object's members (1 for the first).
+fn locate<'p>(pointer: &'p str, schema: &Value) -> Located<'p> {
     /// Keywords whose value maps names to schemas.
     const MAPS: &[&str] = &[
         "properties",
@@ -596,18 +596,26 @@ fn locate(pointer: &str) -> Located<'_> {
         Index,
         Value(&'a str),
     }
-    let plain = |seg: &str| {
-        !seg.is_empty()
-            && seg.len() <= 64
-            && seg
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'$'))
-    };
     let index = |seg: &str| !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit());
     let mut next = Next::Keyword;
     let mut role = Role::Subschema;
     let mut shown = String::new();
+    let mut node = Some(schema);
+    let mut named = false;
     for seg in pointer.split('/').skip(1) {
+        let key = seg.replace("~1", "/").replace("~0", "~");
+        let parent = node;
+        node = parent.and_then(|n| match n {
+            Value::Object(m) => m.get(&key),
+            Value::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get(i)),
+            _ => None,
+        });
+        let position = || {
+            parent
+                .and_then(Value::as_object)
+                .and_then(|m| m.keys().position(|k| *k == key))
+                .map_or_else(|| "{?}".to_owned(), |i| format!("{{{}}}", i + 1))
+        };
         let (this, after, safe) = match next {
             Next::Keyword if index(seg) => (Role::Subschema, Next::Keyword, true),
             Next::Keyword => {
@@ -620,23 +628,26 @@ fn locate(pointer: &str) -> Located<'_> {
                 } else {
                     Next::Value(seg)
                 };
-                (
-                    Role::Keyword(seg),
-                    after,
-                    is_schema_keyword(seg) || plain(seg),
-                )
+                (Role::Keyword(seg), after, is_schema_keyword(seg))
             }
-            Next::Name => (Role::Subschema, Next::Keyword, plain(seg)),
+            Next::Name => (Role::Subschema, Next::Keyword, false),
             Next::Index => (Role::Subschema, Next::Keyword, index(seg)),
-            Next::Value(k) => (Role::InValue(k), Next::Value(k), plain(seg)),
+            Next::Value(k) => (Role::InValue(k), Next::Value(k), index(seg)),
         };
         role = this;
         next = after;
         shown.push('/');
-        shown.push_str(if safe { seg } else { "~name" });
+        if safe {
+            shown.push_str(seg);
+        } else {
+            named = true;
+            shown.push_str(&position());
+        }
     }
     let shown = if shown.is_empty() {
         "the schema's root".to_owned()
+    } else if named {
+        format!("'{shown}' ({{n}}: the n-th member there, its name not repeated)")
     } else {
         format!("'{shown}'")
     };
@@ -873,20 +884,23 @@ mod location_tests {
         );
         let nested = problem(serde_json::json!({"properties": {"total": {"minimum": "0"}}}));
         assert!(
-            nested.contains("at '/properties/total/minimum'"),
+            nested.contains("at '/properties/{1}/minimum' ({n}: the n-th member there"),
             "{nested}"
         );
+        assert!(!nested.contains("total"), "{nested}");
         assert!(nested.contains("allowed there: a number"), "{nested}");
         // A property named like a keyword is a subschema there, not that keyword.
         let named = problem(serde_json::json!({"properties": {"type": 5}}));
         assert!(
-            named.starts_with("a subschema at '/properties/type'"),
+            named.starts_with("a subschema at '/properties/{1}'"),
             "{named}"
         );
         assert!(named.contains("allowed there: a schema"), "{named}");
-        // A property name that is not plain text is never shown.
-        let odd = problem(serde_json::json!({"properties": {"<script>x</script>": {"type": 1}}}));
-        assert!(odd.contains("at '/properties/~name/type'"), "{odd}");
+        // A property name is never shown: its position is.
+        let odd = problem(
+            serde_json::json!({"properties": {"a": {}, "z<script>x</script>": {"type": 1}}}),
+        );
+        assert!(odd.contains("at '/properties/{2}/type'"), "{odd}");
         assert!(!odd.contains("script"), "{odd}");
         let listed = problem(serde_json::json!({"required": ["a", 7]}));
         assert!(listed.contains("at '/required/1'"), "{listed}");
