@@ -170,6 +170,10 @@ mod tests {
         // this crate is tested alone) in a vector that grew by doubling to 32,768 slots.
         let v: Value = serde_json::from_str(&format!("[{}0]", "0,".repeat(29_999))).expect("json");
         let slots = 32_768 * std::mem::size_of::<Value>() as u64;
-        assert!(Shape::of(&v).tree_bytes >= slots, "{}", Shape::of(&v).tree_bytes);
+        assert!(
+            Shape::of(&v).tree_bytes >= slots,
+            "{}",
+            Shape::of(&v).tree_bytes
+        );
     }
 }
