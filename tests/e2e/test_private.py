@@ -29,6 +29,12 @@ def test_private_mode_serves_everything_and_never_asks_for_payment(start_server)
     assert health["private"] is True
     index = httpx.get(server.url + "/", headers={"accept": "application/json"}).json()
     assert index["private"] is True and index["free_allowance_per_day"] is None
+    # The documents agents read say so: no paid resources, every route free.
+    assert httpx.get(server.url + "/.well-known/x402.json").json()["items"] == []
+    assert httpx.get(server.url + "/.well-known/x402").json()["paidResources"] == []
+    llms = httpx.get(server.url + "/llms.txt").text
+    assert "This is a private deployment: no payment is offered or taken" in llms
+    assert "free (a private deployment: no payments)" in llms
 
     # Over the free size limit (64 KiB by default), under the hard one: served.
     big = httpx.post(server.url + "/verify/schema", json=request(0, pad=200_000), timeout=30)

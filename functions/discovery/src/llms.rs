@@ -84,6 +84,21 @@ fn short(s: &Services, out: &mut String) {
          passed, repair hints and an Ed25519-signed receipt anyone can verify offline. Paid per call with x402 \
          v2 (USDC on Base or Solana) after a free daily allowance; REST and MCP.\n"
     );
+    if c.private {
+        let _ = writeln!(
+            out,
+            "**This is a private deployment: no payment is offered or taken, and no route answers 402.** \
+             Every valid request within the body limit is served{}.\n",
+            if c.free_per_day == verifier_service::config::UNLIMITED {
+                String::new()
+            } else {
+                format!(
+                    "; each client address may make {} verifications per UTC day (then 429 allowance_exhausted)",
+                    c.free_per_day
+                )
+            }
+        );
+    }
     let _ = writeln!(out, "Base URL: {}\n", c.public_url);
 
     let _ = writeln!(out, "## Routes\n");

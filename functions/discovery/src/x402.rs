@@ -20,9 +20,19 @@ pub fn price_units(s: &Services, pricing: Pricing) -> u64 {
     }
 }
 
-/// The manifest.
+/// The manifest (no paid resources in a private deployment).
 pub fn manifest(s: &Services) -> Value {
     let c = &s.config;
+    if c.private {
+        return json!({
+            "version": 1,
+            "resources": [],
+            "instructions": "A private deployment: no payment is offered or taken, and no route answers 402.",
+            "x402Version": 2,
+            "paidResources": [],
+            "mcp": {"url": c.url("/mcp"), "tools": ["verify_schema", "get_verification_record"]},
+        });
+    }
     let resources: Vec<String> = paid().map(|r| c.url(r.path)).collect();
     let details: Vec<Value> = paid()
         .map(|r| {
@@ -83,9 +93,12 @@ fn item(
     })
 }
 
-/// `/.well-known/x402.json`.
+/// `/.well-known/x402.json` (no items in a private deployment: nothing is paid for).
 pub fn origin_manifest(s: &Services) -> Value {
     let c = &s.config;
+    if c.private {
+        return json!({"x402Version": 2, "lastUpdated": s.clock.now().unix_timestamp(), "items": []});
+    }
     let mut items: Vec<Value> = paid()
         .map(|r| {
             let (description, listing) = match r.pricing {
