@@ -147,15 +147,7 @@ pub fn revoke(dir: &Path, version: &str, at: Option<&str>) -> Result<KeyChange, 
     let mut ring = read_ring(&ring_path)?;
     let mut stated = String::new();
     for entry in ring.iter_mut().filter(|k| k.key_version == version) {
-        let earlier = entry
-            .revoked_at
-            .as_deref()
-            .and_then(|t| time::OffsetDateTime::parse(t, &Rfc3339).ok())
-            .is_some_and(|t| t <= at_time);
-        if !earlier {
-            entry.revoked_at = Some(verifier_receipt::timestamp::rfc3339_micros(at_time));
-        }
-        stated = entry.revoked_at.clone().unwrap_or_default();
+        stated = entry.revoke(at_time).to_owned();
     }
     write_ring(&ring_path, &ring)?;
     Ok(KeyChange {

@@ -20,7 +20,9 @@ pub async fn refuse_blocked(
     req: Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    if let Some(client) = client_address(&req, &s.config)
+    // Nothing blocked (the usual case): no client key is made for the check.
+    if !s.blocks.is_empty()
+        && let Some(client) = client_address(&req, &s.config)
         && s.blocks.client_blocked(&client)
     {
         return crate::respond::error(&verifier_service::errors::ApiError::Blocked, &s.config);

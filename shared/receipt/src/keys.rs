@@ -180,6 +180,21 @@ impl SigningIdentity {
 }
 
 impl PublicKeyEntry {
+    /// Mark the key revoked from `at`; a key already revoked earlier keeps its earlier time
+    /// (a revocation is never moved later or undone). The time now stated.
+    pub fn revoke(&mut self, at: time::OffsetDateTime) -> &str {
+        use time::format_description::well_known::Rfc3339;
+        let earlier = self
+            .revoked_at
+            .as_deref()
+            .and_then(|t| time::OffsetDateTime::parse(t, &Rfc3339).ok())
+            .is_some_and(|t| t <= at);
+        if !earlier {
+            self.revoked_at = Some(crate::timestamp::rfc3339_micros(at));
+        }
+        self.revoked_at.as_deref().unwrap_or_default()
+    }
+
     /// The verifying key.
     pub fn verifying_key(&self) -> Result<VerifyingKey, KeyError> {
         let bytes = STANDARD

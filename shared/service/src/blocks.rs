@@ -47,6 +47,11 @@ impl BlockList {
         self.any.store(any, Ordering::Release);
     }
 
+    /// Whether nothing is blocked (a flag read: callers skip their own work for the check).
+    pub fn is_empty(&self) -> bool {
+        !self.any.load(Ordering::Acquire)
+    }
+
     fn current(&self) -> Option<Arc<Blocked>> {
         if !self.any.load(Ordering::Acquire) {
             return None;

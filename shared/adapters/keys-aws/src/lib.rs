@@ -431,15 +431,7 @@ pub async fn revoke(
         let Some(entry) = ring.iter_mut().find(|k| k.key_version == version) else {
             return Err(SsmKeyError::UnknownVersion(version.to_owned()));
         };
-        let earlier = entry
-            .revoked_at
-            .as_deref()
-            .and_then(|t| time::OffsetDateTime::parse(t, &Rfc3339).ok())
-            .is_some_and(|t| t <= at);
-        if !earlier {
-            entry.revoked_at = Some(rfc3339_micros(at));
-        }
-        let revoked_at = entry.revoked_at.clone().unwrap_or_default();
+        let revoked_at = entry.revoke(at).to_owned();
         let bytes = put_ring(client, &params.ring, &ring).await?;
         // Read back: a rotation running at the same time may have rewritten the ring.
         let back = read_ring(client, &params.ring).await?;

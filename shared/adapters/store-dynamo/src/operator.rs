@@ -62,41 +62,32 @@ impl DynamoStore {
         let mut list = Vec::new();
         let mut month_start = since;
         while month_start < until && list.len() < limit {
-            let mut start_key = None;
-            loop {
-                let out = self
-                    .client
-                    .query()
-                    .table_name(&self.table)
-                    .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
-                    .expression_attribute_values(
-                        ":pk",
-                        s(format!("SETTLED#{}", month_of(month_start))),
-                    )
-                    .expression_attribute_values(":lo", s(settlement_sort_key(since, "")))
-                    .expression_attribute_values(":hi", s(settlement_sort_key(until - 1, "~")))
-                    .set_exclusive_start_key(start_key)
-                    .consistent_read(true)
-                    .send()
-                    .await
-                    .map_err(classify)?;
-                for item in out.items.unwrap_or_default() {
-                    if list.len() == limit {
-                        break;
-                    }
-                    list.push(Settlement {
-                        at: num(&item, "at") as i64,
-                        network: text(&item, "network").unwrap_or_default(),
-                        payer: text(&item, "payer").unwrap_or_default(),
-                        amount: text(&item, "amount").unwrap_or_default(),
-                        transaction: text(&item, "transaction").unwrap_or_default(),
-                        route: text(&item, "route").unwrap_or_default(),
-                    });
-                }
-                start_key = out.last_evaluated_key;
-                if start_key.is_none() || list.len() == limit {
+            // The SDK's paginator follows LastEvaluatedKey; it stops being polled at `limit`.
+            let mut items = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
+                .expression_attribute_values(":pk", s(format!("SETTLED#{}", month_of(month_start))))
+                .expression_attribute_values(":lo", s(settlement_sort_key(since, "")))
+                .expression_attribute_values(":hi", s(settlement_sort_key(until - 1, "~")))
+                .consistent_read(true)
+                .into_paginator()
+                .items()
+                .send();
+            while list.len() < limit {
+                let Some(item) = items.next().await else {
                     break;
-                }
+                };
+                let item = item.map_err(classify)?;
+                list.push(Settlement {
+                    at: num(&item, "at") as i64,
+                    network: text(&item, "network").unwrap_or_default(),
+                    payer: text(&item, "payer").unwrap_or_default(),
+                    amount: text(&item, "amount").unwrap_or_default(),
+                    transaction: text(&item, "transaction").unwrap_or_default(),
+                    route: text(&item, "route").unwrap_or_default(),
+                });
             }
             month_start = next_month(month_start);
         }
@@ -148,33 +139,29 @@ impl DynamoStore {
     }
 
     pub(super) async fn query_blocks(&self) -> Result<Vec<Block>, StoreError> {
+        let mut items = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(BLOCKS_PK))
+            .into_paginator()
+            .items()
+            .send();
         let mut list = Vec::new();
-        let mut start_key = None;
-        loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("pk = :pk")
-                .expression_attribute_values(":pk", s(BLOCKS_PK))
-                .set_exclusive_start_key(start_key)
-                .send()
-                .await
-                .map_err(classify)?;
-            for item in out.items.unwrap_or_default() {
-                let target = text(&item, "sk").and_then(|k| BlockTarget::from_key(&k));
-                if let Some(target) = target.filter(|_| list.len() < MAX_BLOCKS) {
-                    list.push(Block {
-                        target,
-                        since: num(&item, "since") as i64,
-                    });
-                }
-            }
-            start_key = out.last_evaluated_key;
-            if start_key.is_none() || list.len() >= MAX_BLOCKS {
-                return Ok(list);
+        while list.len() < MAX_BLOCKS {
+            let Some(item) = items.next().await else {
+                break;
+            };
+            let item = item.map_err(classify)?;
+            if let Some(target) = text(&item, "sk").and_then(|k| BlockTarget::from_key(&k)) {
+                list.push(Block {
+                    target,
+                    since: num(&item, "since") as i64,
+                });
             }
         }
+        Ok(list)
     }
 
     /// Delete every item of the agent (its counters and outcomes), 25 at a time.
