@@ -3,11 +3,13 @@
 
 use crate::checks::schema::{CompileError, CompiledSchema, SchemaError, SchemaOptions};
 use crate::checks::tally::Tally;
-use crate::checks::{Findings, bounds, content, rules};
+use crate::checks::{Findings, bounds, content, expressions, rules};
 use crate::cost::request::{
     RequestShape, charge_content, charge_parse, charge_receipt, charge_rules,
 };
+use crate::cost::size::Shape;
 use crate::cost::{Budget, Budgets, Cost, Meter, OverBudget};
+use crate::expression::eval::Subject;
 use crate::report::{Details, Ratio, Summary, VerifyBlock, VerifyResponse, next_actions};
 use crate::request::{Detail, FieldProblem, InvalidRequest, VerifyRequest};
 use crate::schema_doc::{SchemaDoc, SchemaDocs};
@@ -381,9 +383,9 @@ impl Engine {
         } else {
             0
         };
-        let findings = walk
-            .potential_errors
-            .saturating_add((req.rules.len() + req.bounds.len() + content_checks) as u64);
+        let findings = walk.potential_errors.saturating_add(
+            (req.rules.len() + req.expressions.len() + req.bounds.len() + content_checks) as u64,
+        );
         charge_receipt(meter, req, &shape, findings, self.config.list_cap)?;
         Ok(())
     }
@@ -447,6 +449,23 @@ impl Engine {
             integrity.merge(tally);
             if let Some(f) = finding {
                 findings.push(f);
+            }
+        }
+        if !req.expressions.is_empty() {
+            let subject = Subject::of(output);
+            let shape = Shape::of(output);
+            for rule in &req.expressions {
+                let (finding, tally) = expressions::check_expression(
+                    rule,
+                    &subject,
+                    &shape,
+                    meter.budget().cpu_ns,
+                    req.enforce_rules,
+                );
+                integrity.merge(tally);
+                if let Some(f) = finding {
+                    findings.push(f);
+                }
             }
         }
         if req.strict_content_check {

@@ -15,6 +15,7 @@
 pub mod checks;
 pub mod cost;
 pub mod engine;
+pub mod expression;
 pub mod identity;
 pub mod json;
 pub mod path;

@@ -1,6 +1,7 @@
 //! The verification request (SERVICE.md §3): strict parsing and validation that reports every
 //! problem at once as `{field, problem, fix}`, never echoing the caller's values.
 
+use crate::expression::{self, ExpressionRule};
 use crate::json::{self, JsonError, MAX_FIELD_DEPTH};
 use crate::path::FieldPath;
 pub use crate::problem::{FieldProblem, InvalidRequest};
@@ -46,7 +47,8 @@ const FIX_SCHEMA_TYPE: &str = "Send a JSON Schema object, e.g. {\"type\": \"obje
 
 /// The keys a bound object may have.
 pub const BOUND_KEYS: &[&str] = &["min", "max", "if_present"];
-const RULE_TYPES_FIX: &str = "Use one of: 'sum_equals', 'gte', 'lte', 'exists_in' or 'unique'.";
+const RULE_TYPES_FIX: &str =
+    "Use one of: 'sum_equals', 'gte', 'lte', 'exists_in', 'unique' or 'expression'.";
 
 /// The response shape the caller asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -157,6 +159,8 @@ pub struct VerifyRequest {
     pub rules_sent: Value,
     pub bounds: Vec<Bound>,
     pub rules: Vec<Rule>,
+    /// The rules of type `expression` (CEL), with their positions in `rules`.
+    pub expressions: Vec<ExpressionRule>,
     /// Where `expected_schema`'s text is in the body it was parsed from (to remember the
     /// schema by its text once the request is served).
     pub schema_text: Option<std::ops::Range<usize>>,
@@ -403,7 +407,7 @@ impl VerifyRequest {
         let bounds_sent = map.remove("bounds").unwrap_or(Value::Null);
         let bounds = parse_bounds(&mut problems, &bounds_sent);
         let rules_sent = map.remove("rules").unwrap_or(Value::Null);
-        let rules = parse_rules(&mut problems, &rules_sent);
+        let (rules, expressions) = parse_rules(&mut problems, &rules_sent);
         let Some(expected_schema) = expected_schema.filter(|_| problems.is_empty()) else {
             return Err(InvalidRequest { problems });
         };
@@ -422,6 +426,7 @@ impl VerifyRequest {
             rules_sent,
             bounds,
             rules,
+            expressions,
             schema_text: None,
         })
     }
@@ -796,9 +801,9 @@ fn opt_bool(
     }
 }
 
-fn parse_rules(problems: &mut Vec<FieldProblem>, sent: &Value) -> Vec<Rule> {
+fn parse_rules(problems: &mut Vec<FieldProblem>, sent: &Value) -> (Vec<Rule>, Vec<ExpressionRule>) {
     let list = match sent {
-        Value::Null => return Vec::new(),
+        Value::Null => return (Vec::new(), Vec::new()),
         Value::Array(list) => list,
         _ => {
             problems.push(FieldProblem::new(
@@ -806,13 +811,28 @@ fn parse_rules(problems: &mut Vec<FieldProblem>, sent: &Value) -> Vec<Rule> {
                 "has the wrong type",
                 "Send an array of rule objects, e.g. [{\"type\": \"sum_equals\", \"field\": \"items[].price\", \"equals_field\": \"total\"}], or null.",
             ));
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
     };
-    list.iter()
-        .enumerate()
-        .filter_map(|(i, rule)| parse_rule(problems, rule, format!("rules[{i}]")))
-        .collect()
+    let mut rules = Vec::new();
+    let mut expressions = Vec::new();
+    let mut expression_bytes = expression::MAX_EXPRESSION_BYTES_PER_REQUEST;
+    for (i, rule) in list.iter().enumerate() {
+        match rule {
+            Value::Object(spec)
+                if spec.get("type").and_then(Value::as_str) == Some("expression") =>
+            {
+                expressions.extend(expression::rule::parse(
+                    problems,
+                    spec,
+                    i,
+                    &mut expression_bytes,
+                ));
+            }
+            _ => rules.extend(parse_rule(problems, rule, format!("rules[{i}]"))),
+        }
+    }
+    (rules, expressions)
 }
 
 fn parse_rule(problems: &mut Vec<FieldProblem>, rule: &Value, at: String) -> Option<Rule> {
@@ -827,7 +847,7 @@ fn parse_rule(problems: &mut Vec<FieldProblem>, rule: &Value, at: String) -> Opt
     let before = problems.len();
     let unknown = spec
         .keys()
-        .filter(|k| !RULE_KEYS.contains(&k.as_str()))
+        .filter(|k| !RULE_KEYS.contains(&k.as_str()) || k.as_str() == "rule")
         .count();
     if unknown > 0 {
         problems.push(FieldProblem::new(

@@ -3,6 +3,7 @@
 pub mod bounds;
 pub mod content;
 pub mod count;
+pub mod expressions;
 pub mod keywords;
 pub mod numbers;
 pub mod rules;

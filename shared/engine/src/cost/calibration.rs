@@ -213,3 +213,32 @@ pub const CONTENT_DECODE_NS_PER_BYTE: u64 = 12;
 pub const CONTENT_DECODE_BYTES_PER_BYTE: u64 = 3;
 /// A content check, fixed part.
 pub const CONTENT_KEYWORD_BASE_NS: u64 = 300;
+
+/// Expression rules (CEL), per node evaluated: the interpreter's dispatch, a variable or field
+/// looked up and its value borrowed or cloned (measured about 150 ns a node on a 10,000-item
+/// `all()`).
+pub const EXPR_NODE_NS: u64 = 400;
+/// A function call beyond its node: arguments converted, a custom function (the money rule's
+/// comparisons, `date()`, the budget tick) dispatched.
+pub const EXPR_CALL_NS: u64 = 600;
+/// One comprehension step: the loop variable bound in a new scope, the step's tick.
+pub const EXPR_ITERATION_NS: u64 = 800;
+/// Memory of one comprehension step's scope.
+pub const EXPR_ITERATION_BYTES: u64 = 256;
+/// Copying or comparing a value, per unit (a value or a string byte).
+pub const EXPR_COPY_NS_PER_UNIT: u64 = 60;
+/// Scanning a string or list once (size, contains, parsing a date), per unit.
+pub const EXPR_SCAN_NS_PER_UNIT: u64 = 8;
+/// Memory per unit of a value an expression builds (a CEL value is 32–48 bytes, a map entry
+/// more).
+pub const EXPR_BYTES_PER_UNIT: u64 = 160;
+/// Memory of a node's small result.
+pub const EXPR_NODE_BYTES: u64 = 64;
+/// Converting the output into CEL values, per unit (one per request with expression rules).
+pub const EXPR_CONVERT_NS_PER_UNIT: u64 = 400;
+/// One expression rule's fixed part: its context and functions set up.
+pub const EXPR_BASE_NS: u64 = 40_000;
+pub const EXPR_BASE_BYTES: u64 = 64 << 10;
+/// Parsing and checking it, per byte of its text (done before pricing; bounded by
+/// `MAX_EXPRESSION_BYTES_PER_REQUEST`).
+pub const EXPR_PARSE_NS_PER_BYTE: u64 = 2_000;

@@ -5,6 +5,7 @@
 use super::calibration as c;
 use super::size::Shape;
 use super::{Cost, Meter, OverBudget, Part};
+use crate::expression::price;
 use crate::request::{Operand, RuleType, VerifyRequest};
 
 /// The sizes an estimate is made from, measured once per request.
@@ -119,6 +120,25 @@ pub fn charge_rules(
         }
         meter.charge(Part::Rules, Cost::cpu(cpu))?;
         meter.charge_transient(Part::Rules, bytes)?;
+    }
+    charge_expressions(meter, req, shape)
+}
+
+/// Charge the expression rules: the output converted once, then each expression's estimate
+/// (its CPU; its memory while it runs, freed before the next).
+fn charge_expressions(
+    meter: &mut Meter,
+    req: &VerifyRequest,
+    shape: &RequestShape,
+) -> Result<(), OverBudget> {
+    if req.expressions.is_empty() {
+        return Ok(());
+    }
+    meter.charge(Part::Rules, price::subject_cost(&shape.output))?;
+    for rule in &req.expressions {
+        let priced = price::estimate(&rule.expression, &shape.output, rule.source_len);
+        meter.charge(Part::Rules, Cost::cpu(priced.cost.cpu_ns))?;
+        meter.charge_transient(Part::Rules, priced.cost.mem_bytes)?;
     }
     Ok(())
 }

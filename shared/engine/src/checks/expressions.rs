@@ -1,0 +1,89 @@
+//! Findings and integrity checks of `expression` rules: one check per clause (top-level `&&`
+//! operand), a finding per rule that does not hold, naming the rule by its position and the
+//! first clause that failed by line and column, with the two sides of a comparison where they
+//! are numbers, booleans, dates or sizes (never the caller's strings).
+
+use super::tally::Tally;
+use super::{Finding, Severity};
+use crate::cost::size::Shape;
+use crate::expression::ExpressionRule;
+use crate::expression::eval::{self, ClauseOutcome, RunBudget, Subject};
+use crate::expression::price;
+
+/// The check name findings carry.
+pub const CHECK: &str = "consistency:expression";
+
+/// Run one expression rule: its finding (`None` when it holds) and its checks.
+pub fn check_expression(
+    rule: &ExpressionRule,
+    subject: &Subject,
+    output: &Shape,
+    cpu_ns: u64,
+    enforce: bool,
+) -> (Option<Finding>, Tally) {
+    let priced = price::estimate(&rule.expression, output, rule.source_len);
+    let results = eval::run(
+        &rule.expression,
+        subject,
+        RunBudget {
+            steps: priced.steps,
+            cpu_ns,
+        },
+    );
+    let mut tally = Tally::default();
+    let failed = results
+        .iter()
+        .filter(|r| r.outcome != ClauseOutcome::Holds)
+        .count();
+    tally.add(results.len(), failed);
+    // CEL's `&&`: false wins over an error.
+    let first_false = results
+        .iter()
+        .enumerate()
+        .find(|(_, r)| matches!(r.outcome, ClauseOutcome::False { .. }));
+    let first_error = results
+        .iter()
+        .enumerate()
+        .find(|(_, r)| matches!(r.outcome, ClauseOutcome::Error(_)));
+    let Some((i, result)) = first_false.or(first_error) else {
+        return (None, tally);
+    };
+    let clause = if results.len() > 1 {
+        format!("clause {} of {} (at {})", i + 1, results.len(), result.pos)
+    } else {
+        format!("the expression (at {})", result.pos)
+    };
+    let (found, detail) = match &result.outcome {
+        ClauseOutcome::False {
+            sides: Some((left, op, right)),
+        } => (
+            "false".to_owned(),
+            format!("{clause} is false: {left} {op} {right} does not hold"),
+        ),
+        ClauseOutcome::False { sides: None } => ("false".to_owned(), format!("{clause} is false")),
+        ClauseOutcome::Error(f) => (
+            "an error".to_owned(),
+            format!("{clause} could not be evaluated: {}", f.describe()),
+        ),
+        ClauseOutcome::Holds => return (None, tally),
+    };
+    let name = rule.name();
+    let prefix = if enforce { "enforce_rules: " } else { "" };
+    let finding = Finding {
+        check: CHECK.to_owned(),
+        source: "integrity",
+        path: "$".to_owned(),
+        field: name.clone(),
+        message: format!("{prefix}{CHECK} {name}: {detail}"),
+        expected: "true".to_owned(),
+        found,
+        detail,
+        severity: if enforce {
+            Severity::Error
+        } else {
+            Severity::Warning
+        },
+        blocking: enforce,
+    };
+    (Some(finding), tally)
+}

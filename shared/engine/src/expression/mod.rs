@@ -1,0 +1,215 @@
+//! The `expression` rule type: a CEL (Common Expression Language) expression over the submitted
+//! output, `self`, that must be true — `self.total == self.subtotal + self.tax`.
+//!
+//! Like everything else it is read and priced before it runs:
+//! - [`Expression::compile`] parses it (at most [`MAX_EXPRESSION_BYTES`], nesting at most
+//!   [`MAX_NESTING`]) and type-checks it ([`check`]): an unknown function or name, a type error
+//!   the checker can prove, or a result that cannot be a boolean is an error with its line and
+//!   column, never with the caller's text;
+//! - [`price`] bounds its CPU and memory from its syntax tree and the output's sizes
+//!   (comprehensions multiply by the lengths of what they iterate);
+//! - [`eval`] runs it over the output with this service's money rule (numbers within the rule's
+//!   tolerance are equal) and stops it at its budget.
+//!
+//! Numbers in the output are CEL `double`s (JSON has one number type). Literals written without
+//! a decimal point are `int`s: CEL compares the two freely but does not mix them in arithmetic
+//! (`self.qty * 2.0`, or `double(size(self.lines))`); the checker says so where it can.
+
+pub mod check;
+pub mod eval;
+pub mod price;
+mod rewrite;
+pub mod rule;
+
+pub use rule::ExpressionRule;
+
+use cel::IdedExpr;
+use cel::common::ast::SourceInfo;
+use std::fmt;
+
+/// Longest expression, in bytes.
+pub const MAX_EXPRESSION_BYTES: usize = 1_024;
+/// Most bytes of expressions in one request (parsing them is work done before pricing).
+pub const MAX_EXPRESSION_BYTES_PER_REQUEST: usize = 4_096;
+/// Deepest nesting of the parser's grammar rules (parentheses, operators, calls).
+pub const MAX_NESTING: u16 = 32;
+/// Longest `matches` pattern, in bytes.
+pub const MAX_PATTERN_BYTES: usize = 256;
+
+/// A place in an expression: 1-based line and column (in characters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourcePos {
+    pub line: u32,
+    pub column: u32,
+}
+
+impl fmt::Display for SourcePos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}, column {}", self.line, self.column)
+    }
+}
+
+/// Why an expression was refused before it ran; never contains the caller's text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExpressionError {
+    #[error("is longer than {MAX_EXPRESSION_BYTES} bytes")]
+    TooLong,
+    #[error("is empty")]
+    Empty,
+    #[error("does not parse at {0}")]
+    Syntax(SourcePos),
+    #[error("nests deeper than {MAX_NESTING} levels")]
+    TooDeep,
+    #[error("calls a function this service does not offer at {0}")]
+    UnknownFunction(SourcePos),
+    #[error("names something other than self or a macro's variable at {0}")]
+    UnknownName(SourcePos),
+    #[error("uses syntax this service does not offer at {0} ({1})")]
+    Unsupported(SourcePos, &'static str),
+    #[error("has a type error at {0}: {1}")]
+    Type(SourcePos, &'static str),
+    #[error("yields {0}, not a boolean")]
+    NotBoolean(&'static str),
+    #[error("has a matches() pattern at {0} that {1}")]
+    Pattern(SourcePos, &'static str),
+}
+
+impl ExpressionError {
+    /// How to fix it, for the caller.
+    pub fn fix(&self) -> &'static str {
+        match self {
+            ExpressionError::TooLong | ExpressionError::TooDeep => {
+                "Split it into several expression rules."
+            }
+            ExpressionError::Empty => {
+                "Send a CEL expression over self, e.g. \"self.total == self.subtotal + self.tax\"."
+            }
+            ExpressionError::Syntax(_) => {
+                "Check the CEL syntax there: operators, quotes, parentheses, commas."
+            }
+            ExpressionError::UnknownFunction(_) => {
+                "Use the functions the rule reference lists (size, contains, startsWith, endsWith, matches, has, all, exists, exists_one, filter, map, int, double, string, timestamp, duration, date, getFullYear…)."
+            }
+            ExpressionError::UnknownName(_) => {
+                "Start paths at self (self.total), or use a variable a macro binds (self.lines.all(l, l.qty > 0.0))."
+            }
+            ExpressionError::Unsupported(..) => {
+                "Write it with the syntax the rule reference lists."
+            }
+            ExpressionError::Type(..) => {
+                "Numbers in the output are doubles: write literals with a decimal point (2.0) or convert with double(); compare dates through date() or timestamp()."
+            }
+            ExpressionError::NotBoolean(_) => {
+                "Make the expression a condition, e.g. a comparison (==, <, >=…) or a macro such as all()."
+            }
+            ExpressionError::Pattern(..) => {
+                "Write the pattern as a string literal of at most 256 bytes in RE2 syntax."
+            }
+        }
+    }
+}
+
+/// A parsed, checked expression, ready to price and run.
+#[derive(Debug)]
+pub struct Expression {
+    /// Its top-level `&&` operands, each checked and counted on its own.
+    clauses: Vec<Clause>,
+    /// The syntax tree as parsed (priced from).
+    parsed: IdedExpr,
+    /// Compiled `matches` patterns, by their text.
+    patterns: Vec<(String, regex::Regex, u64)>,
+    /// Numbers within this distance are equal.
+    tolerance: f64,
+}
+
+/// One top-level operand of `&&`.
+#[derive(Debug)]
+struct Clause {
+    /// Where it starts.
+    pos: SourcePos,
+    /// A comparison whose two sides a finding may show, or any other condition.
+    form: ClauseForm,
+}
+
+#[derive(Debug)]
+enum ClauseForm {
+    Comparison {
+        op: eval::Comparison,
+        left: IdedExpr,
+        right: IdedExpr,
+    },
+    Condition(IdedExpr),
+}
+
+impl Expression {
+    /// Parse and check `source`; numbers compare equal within `tolerance`.
+    pub fn compile(source: &str, tolerance: f64) -> Result<Expression, ExpressionError> {
+        if source.len() > MAX_EXPRESSION_BYTES {
+            return Err(ExpressionError::TooLong);
+        }
+        if source.trim().is_empty() {
+            return Err(ExpressionError::Empty);
+        }
+        let parser = cel::parser::Parser::new()
+            .enable_optional_syntax(false)
+            .max_recursion_depth(MAX_NESTING);
+        let (parsed, info) = parser.parse_with_source_info(source).map_err(|errors| {
+            let first = errors.errors.first();
+            let too_deep = |e: &cel::ParseError| e.msg.to_ascii_lowercase().contains("recursion");
+            if errors.errors.iter().any(too_deep) {
+                return ExpressionError::TooDeep;
+            }
+            let pos = first.map_or(SourcePos { line: 1, column: 1 }, |e| SourcePos {
+                line: e.pos.0.max(1) as u32,
+                column: e.pos.1.max(1) as u32,
+            });
+            ExpressionError::Syntax(pos)
+        })?;
+        let locate = Locator::new(source, &info);
+        let patterns = check::check(&parsed, &locate)?;
+        let clauses = rewrite::clauses(&parsed, &locate);
+        Ok(Expression {
+            clauses,
+            parsed,
+            patterns,
+            tolerance,
+        })
+    }
+
+    /// How many clauses (top-level `&&` operands) it counts as integrity checks.
+    pub fn clause_count(&self) -> usize {
+        self.clauses.len()
+    }
+}
+
+/// Finds the line and column of a syntax-tree node.
+pub(crate) struct Locator<'a> {
+    source: &'a str,
+    info: &'a SourceInfo,
+}
+
+impl<'a> Locator<'a> {
+    fn new(source: &'a str, info: &'a SourceInfo) -> Self {
+        Locator { source, info }
+    }
+
+    /// Where node `id` starts (1:1 when the parser did not record it).
+    pub(crate) fn pos(&self, id: u64) -> SourcePos {
+        let Some((start, _)) = self.info.offset_for(id) else {
+            return SourcePos { line: 1, column: 1 };
+        };
+        let (mut line, mut column) = (1u32, 1u32);
+        for c in self.source.chars().take(start as usize) {
+            if c == '\n' {
+                line += 1;
+                column = 1;
+            } else {
+                column += 1;
+            }
+        }
+        SourcePos { line, column }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,190 @@
+use super::eval::{ClauseOutcome, Failure, RunBudget, Subject, run};
+use super::price::estimate;
+use super::{Expression, ExpressionError, SourcePos};
+use crate::cost::size::Shape;
+use serde_json::json;
+
+fn outcomes(source: &str, output: serde_json::Value) -> Vec<ClauseOutcome> {
+    let expr = Expression::compile(source, 1e-9).expect("compiles");
+    let priced = estimate(&expr, &Shape::of(&output), source.len());
+    run(
+        &expr,
+        &Subject::of(&output),
+        RunBudget {
+            steps: priced.steps,
+            cpu_ns: 1_000_000_000,
+        },
+    )
+    .into_iter()
+    .map(|r| r.outcome)
+    .collect()
+}
+
+fn holds(source: &str, output: serde_json::Value) -> bool {
+    outcomes(source, output)
+        .iter()
+        .all(|o| *o == ClauseOutcome::Holds)
+}
+
+fn refused(source: &str) -> ExpressionError {
+    Expression::compile(source, 1e-9).expect_err("refused")
+}
+
+#[test]
+fn the_invoice_checks_hold_and_fail_as_a_buyer_expects() {
+    let invoice = json!({
+        "subtotal": 100.10, "tax": 10.01, "total": 110.11,
+        "issue_date": "2026-02-01", "due_date": "2026-03-01",
+        "currency": "EUR", "vat_id": "DE123",
+        "lines": [{"qty": 3, "unit_price": 0.1, "line_total": 0.3}]
+    });
+    assert!(holds(
+        "self.total == self.subtotal + self.tax",
+        invoice.clone()
+    ));
+    assert!(holds(
+        "self.lines.all(l, l.line_total == l.qty * l.unit_price)",
+        invoice.clone()
+    ));
+    assert!(holds(
+        "date(self.due_date) > date(self.issue_date)",
+        invoice.clone()
+    ));
+    assert!(holds(
+        "self.currency != 'EUR' || has(self.vat_id)",
+        invoice.clone()
+    ));
+    assert!(holds("size(self.lines) >= 1", invoice.clone()));
+    assert!(!holds("self.total == self.subtotal", invoice.clone()));
+    let zero_qty = json!({"lines": [{"qty": 0, "unit_price": 10.0, "line_total": 50}]});
+    assert!(!holds(
+        "self.lines.all(l, l.line_total == l.qty * l.unit_price)",
+        zero_qty
+    ));
+}
+
+#[test]
+fn a_false_comparison_shows_numbers_but_never_strings() {
+    let out = outcomes(
+        "self.total == self.subtotal && self.name == 'x'",
+        json!({"total": 3, "subtotal": 2, "name": "secret-text"}),
+    );
+    assert_eq!(
+        out[0],
+        ClauseOutcome::False {
+            sides: Some(("3.0".into(), "==", "2.0".into()))
+        }
+    );
+    let ClauseOutcome::False {
+        sides: Some((l, _, r)),
+    } = &out[1]
+    else {
+        panic!("false with sides: {:?}", out[1]);
+    };
+    assert!(!l.contains("secret") && !r.contains('x'), "{l} {r}");
+}
+
+#[test]
+fn a_missing_field_is_an_error_that_names_no_key() {
+    let out = outcomes("self.nope > 1.0", json!({}));
+    assert_eq!(out, vec![ClauseOutcome::Error(Failure::Missing)]);
+    assert!(!Failure::Missing.describe().contains("nope"));
+}
+
+#[test]
+fn bad_expressions_are_refused_with_their_position() {
+    assert_eq!(
+        refused("self.total +"),
+        ExpressionError::Syntax(SourcePos {
+            line: 1,
+            column: 13
+        })
+    );
+    assert!(matches!(
+        refused("foo(self.x)"),
+        ExpressionError::UnknownFunction(_)
+    ));
+    assert!(matches!(
+        refused("other.x > 1.0"),
+        ExpressionError::UnknownName(_)
+    ));
+    assert_eq!(
+        refused("self.qty * 2 == 4.0"),
+        ExpressionError::Type(
+            SourcePos {
+                line: 1,
+                column: 10
+            },
+            super::check::MIX_INT_TEXT
+        )
+    );
+    assert_eq!(
+        refused("self.a + 1.0"),
+        ExpressionError::NotBoolean("a double")
+    );
+    assert!(matches!(
+        refused("date(self.a) > self.b"),
+        ExpressionError::Type(..)
+    ));
+    assert!(matches!(
+        refused("self.s.matches(self.p)"),
+        ExpressionError::Pattern(..)
+    ));
+    assert!(matches!(
+        refused("self.s.matches('(')"),
+        ExpressionError::Pattern(..)
+    ));
+    let deep = format!("{}1{}", "(".repeat(200), ")".repeat(200));
+    assert_eq!(refused(&format!("{deep} == 1")), ExpressionError::TooDeep);
+    assert_eq!(refused(&"a".repeat(2000)), ExpressionError::TooLong);
+}
+
+#[test]
+fn refusals_never_repeat_the_callers_text() {
+    for source in [
+        "self.secretword +",
+        "secretword(1)",
+        "secretword > 1",
+        "self.secretword * 2 == 1.0",
+    ] {
+        let e = refused(source);
+        assert!(!e.to_string().contains("secretword"), "{e}");
+    }
+}
+
+#[test]
+fn a_run_past_its_steps_stops() {
+    let expr =
+        Expression::compile("self.a.all(x, self.a.all(y, x == y || true))", 1e-9).expect("ok");
+    let output = json!({"a": (0..100).collect::<Vec<_>>()});
+    let out = run(
+        &expr,
+        &Subject::of(&output),
+        RunBudget {
+            steps: 50,
+            cpu_ns: u64::MAX,
+        },
+    );
+    assert_eq!(out[0].outcome, ClauseOutcome::Error(Failure::Budget));
+}
+
+#[test]
+fn nested_comprehensions_multiply_the_estimate() {
+    let output = json!({"a": (0..100).collect::<Vec<_>>()});
+    let shape = Shape::of(&output);
+    let once = estimate(
+        &Expression::compile("self.a.all(x, x > 0.0)", 1e-9).expect("ok"),
+        &shape,
+        10,
+    );
+    let twice = estimate(
+        &Expression::compile("self.a.all(x, self.a.all(y, x > y))", 1e-9).expect("ok"),
+        &shape,
+        10,
+    );
+    assert!(twice.steps >= 100 * once.steps, "{once:?} {twice:?}");
+    assert!(
+        twice.cost.cpu_ns >= 50 * once.cost.cpu_ns,
+        "{once:?} {twice:?}"
+    );
+}
