@@ -458,6 +458,7 @@ impl Engine {
                 let (finding, tally) = expressions::check_expression(
                     rule,
                     &subject,
+                    output,
                     &shape,
                     meter.budget().cpu_ns,
                     req.enforce_rules,

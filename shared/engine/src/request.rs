@@ -42,6 +42,7 @@ pub const RULE_KEYS: &[&str] = &[
     "values",
     "tolerance",
     "if_present",
+    "rule",
 ];
 const FIX_SCHEMA_TYPE: &str = "Send a JSON Schema object, e.g. {\"type\": \"object\"}.";
 

@@ -30,7 +30,7 @@ pub fn request_body_schema(rule_ref: &str, bound_ref: &str) -> Value {
             "submitted_output": {"description": "The output under test: any JSON value, null included."},
             "strict_content_check": {"type": "boolean", "default": false, "description": "true: three blocking content checks run too: the output is not empty, holds no placeholder text (TODO, lorem ipsum, {{name}}, N/A, …), and no required property is a blank string."},
             "bounds": {"oneOf": [{"type": "object", "additionalProperties": {"$ref": bound_ref}}, {"type": "null"}], "description": "Numeric ranges by field path: {\"total\": {\"min\": 0}, \"line_items[].qty\": {\"min\": 1, \"max\": 100}}. Bounds always block (a value out of range fails the result)."},
-            "rules": {"oneOf": [{"type": "array", "items": {"$ref": rule_ref}}, {"type": "null"}], "description": "Business rules over the output (sum_equals, gte, lte, exists_in, unique), each a finding counted in integrity_checks. They only warn unless enforce_rules is true."},
+            "rules": {"oneOf": [{"type": "array", "items": {"$ref": rule_ref}}, {"type": "null"}], "description": "Business rules over the output (sum_equals, gte, lte, exists_in, unique, and expression: a CEL condition over self such as self.total == self.subtotal + self.tax), each a finding counted in integrity_checks. They only warn unless enforce_rules is true."},
             "enforce_rules": {"type": "boolean", "default": false, "description": "true: a violated rule fails the result (result fail, listed in blocking_checks). false (the default): violations are warnings and the result can still pass."},
             "detail": {"type": "string", "enum": ["full", "compact"], "default": "full", "description": "full (the default): the findings (errors, flags, hints) and the schema and integrity ratios; compact: the verdict and summary with the signed receipt, without those lists and without request_hash."},
             "agent_signature": {"oneOf": [{"type": "string", "minLength": 1, "maxLength": 200}, {"type": "null"}], "description": "Required when agent_id is a key (did:key:z6Mk…, eip155:<chain>:0x…, solana:<chain>:<address>): the agent's signature of the deliverable message binding agent_id, task_id and the output's SHA-256 (EIP-191 personal_sign in 0x-hex for eip155; Ed25519 in base58 otherwise). Refused for a plain label."},
@@ -48,18 +48,19 @@ pub fn rule_schema() -> Value {
     let number =
         |text: &str| json!({"oneOf": [{"type": "number"}, {"type": "null"}], "description": text});
     json!({
-        "type": "object", "required": ["type", "field"], "additionalProperties": false,
-        "description": "One business rule. sum_equals: the numbers at field add up to equals_field's value or equals (within tolerance). gte / lte: every number at field is at least / at most other_field's value or value (tolerance widens it). exists_in: every value at field is one of values or of the values at in_field. unique: the values at field repeat none. A missing path fails the rule unless if_present is true.",
+        "type": "object", "required": ["type"], "additionalProperties": false,
+        "description": "One business rule; every type but expression needs field. expression: the CEL condition in rule must be true of the output, self (numbers are doubles; numbers within tolerance are equal). sum_equals: the numbers at field add up to equals_field's value or equals (within tolerance). gte / lte: every number at field is at least / at most other_field's value or value (tolerance widens it). exists_in: every value at field is one of values or of the values at in_field. unique: the values at field repeat none. A missing path fails the rule unless if_present is true.",
         "properties": {
-            "type": {"type": "string", "enum": ["sum_equals", "gte", "lte", "exists_in", "unique"], "description": "The rule: sum_equals, gte, lte, exists_in or unique."},
-            "field": {"type": "string", "minLength": 1, "description": format!("The values the rule is about. {PATH}")},
+            "type": {"type": "string", "enum": ["sum_equals", "gte", "lte", "exists_in", "unique", "expression"], "description": "The rule: sum_equals, gte, lte, exists_in, unique or expression."},
+            "field": {"type": "string", "minLength": 1, "description": format!("The values the rule is about (every type but expression). {PATH}")},
+            "rule": {"type": "string", "minLength": 1, "maxLength": crate::expression::MAX_EXPRESSION_BYTES, "description": "expression: a CEL expression over the output, self, that must be true, e.g. self.total == self.subtotal + self.tax, self.lines.all(l, l.line_total == l.qty * l.unit_price), date(self.due_date) > date(self.issue_date). Numbers in the output are doubles (write 2.0, not 2, in arithmetic with them). At most 1,024 bytes, 4,096 in all per request; priced before it runs."},
             "equals_field": path(&format!("sum_equals: the path of the value the sum must equal (or give equals). {PATH}")),
             "equals": number("sum_equals: the number the sum must equal (or give equals_field)."),
             "other_field": path(&format!("gte / lte: the path of the limit (or give value). {PATH}")),
             "value": number("gte / lte: the limit (or give other_field)."),
             "in_field": path(&format!("exists_in: the path of the allowed values (or give values). {PATH}")),
             "values": {"oneOf": [{"type": "array"}, {"type": "null"}], "description": "exists_in: the allowed values (JSON values; numbers compare by value, 1 equals 1.0)."},
-            "tolerance": {"oneOf": [{"type": "number", "minimum": 0}, {"type": "null"}], "default": 1e-9, "description": "sum_equals: how far the sum may be from the expected number; gte / lte: how far past the limit a value may be."},
+            "tolerance": {"oneOf": [{"type": "number", "minimum": 0}, {"type": "null"}], "default": 1e-9, "description": "sum_equals: how far the sum may be from the expected number; gte / lte: how far past the limit a value may be; expression: how far apart two numbers may be and still be equal (0.005 compares amounts to the cent)."},
             "if_present": {"oneOf": [{"type": "boolean"}, {"type": "null"}], "default": false, "description": "true: a path that is missing from the output is skipped instead of failing the rule."}
         }
     })

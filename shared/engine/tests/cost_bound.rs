@@ -264,6 +264,102 @@ fn with_rules(name: &str, output: Value, rules: Value) -> (String, Vec<u8>) {
     (name.to_owned(), serde_json::to_vec(&body).expect("json"))
 }
 
+/// Expression rules built to be costly: quadratic and cubic comprehensions, lists and strings
+/// built inside loops, deep and long expressions, `in` and list equality, patterns, dates.
+fn expression_cases() -> Vec<(String, Value, Value)> {
+    let expr = |rule: &str| json!([{"type": "expression", "rule": rule}]);
+    let numbers = |n: usize| json!((0..n).map(|i| i as f64 * 0.5).collect::<Vec<_>>());
+    let lines: Vec<Value> = (0..2000)
+        .map(|i| json!({"qty": i % 7, "unit_price": 1.25, "line_total": (i % 7) as f64 * 1.25, "sku": format!("SKU-{i}")}))
+        .collect();
+    let long_sum = format!("{} > 0.0", vec!["self.x"; 100].join(" + "));
+    let nested = format!("{}self.x{} > 0.0", "(".repeat(28), ")".repeat(28));
+    let four_long: Vec<Value> = (0..4)
+        .map(|_| json!({"type": "expression", "rule": format!("{} == 0.0", vec!["self.x * self.x"; 55].join(" - "))}))
+        .collect();
+    vec![
+        (
+            "expression: invoice checks over 2,000 lines".into(),
+            json!({"lines": lines, "subtotal": 1.0, "tax": 0.5, "total": 1.5}),
+            json!([
+                {"type": "expression", "rule": "self.total == self.subtotal + self.tax"},
+                {"type": "expression", "rule": "self.lines.all(l, l.line_total == l.qty * l.unit_price && l.sku.startsWith('SKU-'))"},
+                {"type": "expression", "rule": "size(self.lines.filter(l, l.qty > 3.0)) > 0 && self.lines.exists_one(l, l.sku == 'SKU-7')"},
+            ]),
+        ),
+        (
+            "expression: a quadratic exists inside all over 300".into(),
+            json!({"a": numbers(300)}),
+            expr("self.a.all(x, self.a.exists(y, y == x + 0.25))"),
+        ),
+        (
+            "expression: three nested comprehensions over 40".into(),
+            json!({"a": numbers(40)}),
+            expr("self.a.all(x, self.a.all(y, self.a.exists(z, x + y + z >= 0.0)))"),
+        ),
+        (
+            "expression: a map of maps over 200".into(),
+            json!({"a": numbers(200)}),
+            expr("size(self.a.map(x, self.a.map(y, x * y))) == 200"),
+        ),
+        (
+            "expression: a string built by repeated concatenation".into(),
+            json!({"s": "é".repeat(5000)}),
+            expr(&format!("size({}) > 0", vec!["self.s"; 40].join(" + "))),
+        ),
+        (
+            "expression: strings built inside a map".into(),
+            json!({"a": numbers(500), "s": "x".repeat(2000)}),
+            expr("size(self.a.map(x, self.s + self.s + string(x))) == 500"),
+        ),
+        (
+            "expression: in over the list it iterates".into(),
+            json!({"a": numbers(500)}),
+            expr("self.a.all(x, x in self.a)"),
+        ),
+        (
+            "expression: list equality inside a loop".into(),
+            json!({"a": numbers(200)}),
+            expr("self.a.all(x, self.a == self.a)"),
+        ),
+        (
+            "expression: a pattern over 1,000 strings".into(),
+            json!({"a": (0..1000).map(|i| format!("{}c", "ab".repeat(50 + i % 3))).collect::<Vec<_>>()}),
+            expr("self.a.all(x, x.matches('^(a|b)*c$'))"),
+        ),
+        (
+            "expression: a large pattern over a long string".into(),
+            json!({"s": "word ".repeat(3000)}),
+            expr(r"!self.s.matches(r'(\w+\s*){1,2}x')"),
+        ),
+        (
+            "expression: dates parsed in a loop".into(),
+            json!({"d": (0..2000).map(|i| format!("2026-{:02}-{:02}", i % 12 + 1, i % 28 + 1)).collect::<Vec<_>>()}),
+            expr("self.d.all(x, date(x) > date('2020-01-01') && date(x).getFullYear() == 2026)"),
+        ),
+        (
+            "expression: the longest sum".into(),
+            json!({"x": 1.0}),
+            expr(&long_sum),
+        ),
+        (
+            "expression: nested as deep as allowed".into(),
+            json!({"x": 1.0}),
+            expr(&nested),
+        ),
+        (
+            "expression: four of the longest expressions".into(),
+            json!({"x": 1.0}),
+            json!(four_long),
+        ),
+        (
+            "expression: errors on every element".into(),
+            json!({"a": (0..2000).map(|i| json!({"v": i})).collect::<Vec<_>>()}),
+            expr("self.a.exists(x, x.missing > 0.0)"),
+        ),
+    ]
+}
+
 /// A suite schema as its draft's directory means it: a draft-7 schema without `$schema` says
 /// so (the service's default draft is 2020-12, in which some draft-7 schemas do not compile).
 fn in_draft(dir: &str, schema: &Value) -> Value {
@@ -428,6 +524,10 @@ fn estimates_bound_the_real_work() {
         ]),
     );
     cases.push((name, "adversarial".into(), String::new(), body));
+    for (name, output, rules) in expression_cases() {
+        let (name, body) = with_rules(&name, output, rules);
+        cases.push((name, "expressions".into(), String::new(), body));
+    }
 
     let mut measured: Vec<Measured> = Vec::new();
     let mut excluded: BTreeMap<(&str, &str), usize> = BTreeMap::new();
@@ -479,6 +579,21 @@ fn estimates_bound_the_real_work() {
         measured.len(),
         excluded.len()
     );
+    for m in measured
+        .iter()
+        .filter(|m| m.name.starts_with("expression:"))
+    {
+        println!(
+            "  {}: CPU margin {:.2} ({} µs of {} µs), memory margin {:.2} ({} KiB of {} KiB)",
+            m.name,
+            m.cpu_margin() * speed,
+            m.cpu_ns / 1000,
+            m.estimate_ns / 1000,
+            m.mem_margin(),
+            m.peak_bytes >> 10,
+            m.estimate_bytes >> 10
+        );
+    }
     println!(
         "least CPU margin (estimate / measured): {:.2}; least memory margin: {:.2}",
         by_cpu.first().map_or(0.0, |m| m.cpu_margin() * speed),

@@ -17,11 +17,12 @@ pub const CHECK: &str = "consistency:expression";
 pub fn check_expression(
     rule: &ExpressionRule,
     subject: &Subject,
-    output: &Shape,
+    output: &serde_json::Value,
+    shape: &Shape,
     cpu_ns: u64,
     enforce: bool,
 ) -> (Option<Finding>, Tally) {
-    let priced = price::estimate(&rule.expression, output, rule.source_len);
+    let priced = price::estimate(&rule.expression, output, shape, rule.source_len);
     let results = eval::run(
         &rule.expression,
         subject,

@@ -534,7 +534,13 @@ impl Checker<'_, '_> {
             .size_limit(PATTERN_SIZE_LIMIT)
             .dfa_size_limit(PATTERN_SIZE_LIMIT)
             .build()
-            .map_err(|_| ExpressionError::Pattern(self.at.pos(arg.id), "does not compile"))?;
+            .map_err(|e| {
+                let why = match e {
+                    regex::Error::CompiledTooBig(_) => "is too large to compile (over 256 KiB)",
+                    _ => "does not compile",
+                };
+                ExpressionError::Pattern(self.at.pos(arg.id), why)
+            })?;
         let states = regex_automata::nfa::thompson::NFA::new(text)
             .map(|nfa| nfa.states().len() as u64)
             .map_err(|_| ExpressionError::Pattern(self.at.pos(arg.id), "does not compile"))?;

@@ -323,7 +323,8 @@ fn register(
     }
     ctx.add_function(TICK, move || -> Result<bool, ExecutionError> {
         let n = ticks.fetch_add(1, AtomicOrdering::Relaxed) + 1;
-        let past_cpu = n % 256 == 0 && thread_cpu_ns().saturating_sub(started) > budget.cpu_ns;
+        let past_cpu =
+            n.is_multiple_of(256) && thread_cpu_ns().saturating_sub(started) > budget.cpu_ns;
         if n > budget.steps || past_cpu {
             return Err(ExecutionError::function_error(TICK, "budget"));
         }

@@ -195,9 +195,16 @@ impl<'a> Locator<'a> {
 
     /// Where node `id` starts (1:1 when the parser did not record it).
     pub(crate) fn pos(&self, id: u64) -> SourcePos {
-        let Some((start, _)) = self.info.offset_for(id) else {
-            return SourcePos { line: 1, column: 1 };
-        };
+        self.pos_at(self.offset(id).unwrap_or(0))
+    }
+
+    /// The character offset node `id` starts at.
+    pub(crate) fn offset(&self, id: u64) -> Option<u32> {
+        self.info.offset_for(id).map(|(start, _)| start)
+    }
+
+    /// Line and column of a character offset.
+    pub(crate) fn pos_at(&self, start: u32) -> SourcePos {
         let (mut line, mut column) = (1u32, 1u32);
         for c in self.source.chars().take(start as usize) {
             if c == '\n' {

@@ -16,6 +16,7 @@ use crate::cost::calibration as c;
 use crate::cost::size::Shape;
 use cel::IdedExpr;
 use cel::common::ast::{EntryExpr, Expr, LiteralValue, operators};
+use std::collections::HashMap;
 
 /// An expression's price, and the comprehension steps its run may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,10 +41,16 @@ fn units_of(output: &Shape) -> u64 {
         .saturating_add(output.key_bytes)
 }
 
-/// Price `expr` over an output of `output`'s shape; `source_len` bytes were parsed.
-pub fn estimate(expr: &Expression, output: &Shape, source_len: usize) -> ExpressionCost {
+/// Price `expr` over `output` (whose shape is `shape`); `source_len` bytes were parsed.
+pub fn estimate(
+    expr: &Expression,
+    output: &serde_json::Value,
+    _shape: &Shape,
+    source_len: usize,
+) -> ExpressionCost {
     let mut pricer = Pricer {
-        doc: units_of(output),
+        output,
+        resolved: HashMap::new(),
         scope: Vec::new(),
         patterns: &expr.patterns,
         steps: 0,
@@ -61,18 +68,71 @@ pub fn estimate(expr: &Expression, output: &Shape, source_len: usize) -> Express
     }
 }
 
-/// A node's bound: the units of its value, and what evaluating it costs in all.
-#[derive(Debug, Clone, Copy)]
-struct Walked {
+/// A step of a path into the output: a member by name, or any element or member.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Step {
+    Key(String),
+    Any,
+}
+
+/// What the pricer knows of a value: the most elements (or string bytes) it can have, its
+/// units, and, when it is a value of the output, the path pattern it was read at (so its
+/// elements are bounded by the output's own elements there, not by the whole output).
+#[derive(Debug, Clone)]
+struct Abs {
+    len: u64,
     units: u64,
+    path: Option<Vec<Step>>,
+    /// Its elements, when they are known better than by `units` (a map's or filter's result).
+    elem: Option<Box<Abs>>,
+}
+
+impl Abs {
+    fn scalar() -> Abs {
+        Abs::sized(1, 1)
+    }
+
+    fn sized(len: u64, units: u64) -> Abs {
+        Abs {
+            len,
+            units,
+            path: None,
+            elem: None,
+        }
+    }
+
+    /// The larger of two bounds.
+    fn join(&self, other: &Abs) -> Abs {
+        let path = match (&self.path, &other.path) {
+            (Some(a), Some(b)) if a == b => Some(a.clone()),
+            _ => None,
+        };
+        Abs {
+            len: self.len.max(other.len),
+            units: self.units.max(other.units),
+            elem: if path.is_some() {
+                self.elem.clone()
+            } else {
+                None
+            },
+            path,
+        }
+    }
+}
+
+/// A node's bound: its value, and what evaluating it costs in all.
+#[derive(Debug, Clone)]
+struct Walked {
+    abs: Abs,
     cost: Cost,
 }
 
 struct Pricer<'p> {
-    /// Units of the output.
-    doc: u64,
-    /// Bound variables: name, units, whether it is an accumulator a `map`/`filter` appends to.
-    scope: Vec<(String, u64, bool)>,
+    output: &'p serde_json::Value,
+    /// Path patterns already resolved: (most elements, most units) of the values there.
+    resolved: HashMap<Vec<Step>, (u64, u64)>,
+    /// Bound variables: name, bound, whether it is an accumulator a `map`/`filter` appends to.
+    scope: Vec<(String, Abs, bool)>,
     patterns: &'p [(String, regex::Regex, u64)],
     steps: u64,
 }
@@ -81,54 +141,171 @@ fn mul(a: u64, b: u64) -> u64 {
     a.saturating_mul(b)
 }
 
+/// Units of a value: one per value, one per string or key byte.
+fn units(v: &serde_json::Value) -> u64 {
+    let mut n = 0u64;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        n = n.saturating_add(1);
+        match v {
+            serde_json::Value::String(s) => n = n.saturating_add(s.len() as u64),
+            serde_json::Value::Array(items) => stack.extend(items),
+            serde_json::Value::Object(map) => {
+                for (k, item) in map {
+                    n = n.saturating_add(k.len() as u64);
+                    stack.push(item);
+                }
+            }
+            _ => {}
+        }
+    }
+    n
+}
+
+fn len_of(v: &serde_json::Value) -> u64 {
+    match v {
+        serde_json::Value::String(s) => s.len() as u64,
+        serde_json::Value::Array(items) => items.len() as u64,
+        serde_json::Value::Object(map) => map.len() as u64,
+        _ => 1,
+    }
+}
+
 impl Pricer<'_> {
+    /// The value read at `path` in the output: the most elements and units of any value there.
+    fn at_path(&mut self, path: Vec<Step>) -> Abs {
+        let (len, units_max) = match self.resolved.get(&path) {
+            Some(found) => *found,
+            None => {
+                let mut current = vec![self.output];
+                // A macro over a map iterates its keys: they bound its elements too.
+                let mut longest_key = 0u64;
+                for step in &path {
+                    let mut next = Vec::new();
+                    longest_key = 0;
+                    for v in current {
+                        match (step, v) {
+                            (Step::Key(k), serde_json::Value::Object(map)) => {
+                                next.extend(map.get(k))
+                            }
+                            (Step::Any, serde_json::Value::Object(map)) => {
+                                longest_key =
+                                    map.keys().fold(longest_key, |m, k| m.max(k.len() as u64));
+                                next.extend(map.values());
+                            }
+                            (Step::Any, serde_json::Value::Array(items)) => next.extend(items),
+                            _ => {}
+                        }
+                    }
+                    current = next;
+                }
+                let found = current.iter().fold(
+                    (longest_key.max(1), longest_key.saturating_add(1)),
+                    |(l, u), v| (l.max(len_of(v)), u.max(units(v))),
+                );
+                self.resolved.insert(path.clone(), found);
+                found
+            }
+        };
+        Abs {
+            len,
+            units: units_max,
+            path: Some(path),
+            elem: None,
+        }
+    }
+
+    /// The bound of an element (or member value) of `container`.
+    fn element(&mut self, container: &Abs) -> Abs {
+        if let Some(elem) = &container.elem {
+            return (**elem).clone();
+        }
+        match &container.path {
+            Some(path) => {
+                let mut p = path.clone();
+                p.push(Step::Any);
+                self.at_path(p)
+            }
+            None => Abs::sized(container.units, container.units),
+        }
+    }
+
+    /// `operand.field`, or `operand[key]` with a literal key.
+    fn member(&mut self, operand: &Abs, key: Option<&str>) -> Abs {
+        match (&operand.path, key) {
+            (Some(path), Some(k)) => {
+                let mut p = path.clone();
+                p.push(Step::Key(k.to_owned()));
+                self.at_path(p)
+            }
+            _ => self.element(operand),
+        }
+    }
+
     /// Price `e` evaluated `times` times.
     fn walk(&mut self, e: &IdedExpr, times: u64) -> Walked {
-        let node = |units: u64, extra_ns: u64, bytes: u64| Walked {
-            units,
-            cost: Cost::new(
+        let node = |extra_ns: u64, bytes: u64| {
+            Cost::new(
                 mul(times, c::EXPR_NODE_NS.saturating_add(extra_ns)),
                 mul(times, bytes),
-            ),
+            )
         };
         match &e.expr {
             Expr::Literal(l) => {
-                let units = match l {
-                    LiteralValue::String(s) => 1 + s.inner().len() as u64,
-                    LiteralValue::Bytes(b) => 1 + b.inner().len() as u64,
-                    _ => 1,
+                let n = match l {
+                    LiteralValue::String(s) => s.inner().len() as u64,
+                    LiteralValue::Bytes(b) => b.inner().len() as u64,
+                    _ => 0,
                 };
-                node(units, 0, 0)
+                Walked {
+                    abs: Abs::sized(n.max(1), 1 + n),
+                    cost: node(0, 0),
+                }
             }
             Expr::Ident(name) => {
-                let units = self
-                    .scope
-                    .iter()
-                    .rev()
-                    .find(|(n, _, _)| n == name)
-                    .map_or(if name == "self" { self.doc } else { 1 }, |(_, u, _)| *u);
-                node(units, 0, 0)
+                let abs = match self.scope.iter().rev().find(|(n, _, _)| n == name) {
+                    Some((_, abs, _)) => abs.clone(),
+                    None if name == "self" => self.at_path(Vec::new()),
+                    None => Abs::scalar(),
+                };
+                Walked {
+                    abs,
+                    cost: node(0, 0),
+                }
             }
             Expr::Select(s) => {
                 let operand = self.walk(&s.operand, times);
-                let here = node(operand.units, c::EXPR_CALL_NS, c::EXPR_NODE_BYTES);
+                let abs = if s.test {
+                    Abs::scalar()
+                } else {
+                    self.member(&operand.abs, Some(&s.field))
+                };
                 Walked {
-                    units: if s.test { 1 } else { operand.units },
-                    cost: operand.cost.plus(here.cost),
+                    abs,
+                    cost: operand.cost.plus(node(c::EXPR_CALL_NS, c::EXPR_NODE_BYTES)),
                 }
             }
             Expr::List(list) => {
                 let mut total = Cost::ZERO;
                 let mut units = 1u64;
+                let mut elem: Option<Abs> = None;
                 for el in &list.elements {
                     let w = self.walk(el, times);
                     total = total.plus(w.cost);
-                    units = units.saturating_add(w.units);
+                    units = units.saturating_add(w.abs.units);
+                    elem = Some(match elem {
+                        Some(prev) => prev.join(&w.abs),
+                        None => w.abs,
+                    });
                 }
-                let here = node(units, 0, mul(units, c::EXPR_BYTES_PER_UNIT));
                 Walked {
-                    units,
-                    cost: total.plus(here.cost),
+                    abs: Abs {
+                        len: list.elements.len().max(1) as u64,
+                        units,
+                        path: None,
+                        elem: elem.map(Box::new),
+                    },
+                    cost: total.plus(node(0, mul(units, c::EXPR_BYTES_PER_UNIT))),
                 }
             }
             Expr::Map(map) => {
@@ -139,112 +316,129 @@ impl Pricer<'_> {
                         for part in [&me.key, &me.value] {
                             let w = self.walk(part, times);
                             total = total.plus(w.cost);
-                            units = units.saturating_add(w.units);
+                            units = units.saturating_add(w.abs.units);
                         }
                     }
                 }
-                let here = node(
-                    units,
-                    mul(units, c::EXPR_COPY_NS_PER_UNIT),
-                    mul(units, c::EXPR_BYTES_PER_UNIT),
-                );
                 Walked {
-                    units,
-                    cost: total.plus(here.cost),
+                    abs: Abs::sized(map.entries.len().max(1) as u64, units),
+                    cost: total.plus(node(
+                        mul(units, c::EXPR_COPY_NS_PER_UNIT),
+                        mul(units, c::EXPR_BYTES_PER_UNIT),
+                    )),
                 }
             }
-            Expr::Comprehension(comp) => {
-                let range = self.walk(&comp.iter_range, times);
-                let init = self.walk(&comp.accu_init, times);
-                let n = range.units;
-                self.steps = self.steps.saturating_add(mul(times, n));
-                let inner = mul(times, n);
-                let appends = matches!(comp.loop_cond.expr, Expr::Literal(_));
-                // The accumulator first as it starts, to learn what one step adds; then as
-                // large as n steps can make it.
-                self.scope
-                    .push((comp.accu_var.clone(), init.units, appends));
-                self.scope.push((comp.iter_var.clone(), range.units, false));
-                if let Some(v2) = &comp.iter_var2 {
-                    self.scope.push((v2.clone(), range.units, false));
-                }
-                let steps_before = self.steps;
-                let first = self.walk(&comp.loop_step, 1);
-                self.steps = steps_before;
-                let accu_units = init
-                    .units
-                    .saturating_add(mul(n, first.units.saturating_sub(init.units).max(1)));
-                let bound = self.scope.len() - 2 - usize::from(comp.iter_var2.is_some());
-                self.scope[bound].1 = accu_units;
-                let cond = self.walk(&comp.loop_cond, inner);
-                let step = self.walk(&comp.loop_step, inner);
-                let result = self.walk(&comp.result, times);
-                self.scope.truncate(bound);
-                let iterations = Cost::new(
-                    mul(inner, c::EXPR_ITERATION_NS),
-                    mul(inner, c::EXPR_ITERATION_BYTES)
-                        .saturating_add(mul(times, mul(accu_units, c::EXPR_BYTES_PER_UNIT))),
-                );
-                Walked {
-                    units: result.units,
-                    cost: range
-                        .cost
-                        .plus(init.cost)
-                        .plus(cond.cost)
-                        .plus(step.cost)
-                        .plus(result.cost)
-                        .plus(iterations),
-                }
-            }
+            Expr::Comprehension(comp) => self.comprehension(comp, times),
             Expr::Call(call) => {
                 let target = call.target.as_deref().map(|t| self.walk(t, times));
                 let args: Vec<Walked> = call.args.iter().map(|a| self.walk(a, times)).collect();
-                let mut total = target.map_or(Cost::ZERO, |t| t.cost);
+                let mut total = target.as_ref().map_or(Cost::ZERO, |t| t.cost);
                 for a in &args {
                     total = total.plus(a.cost);
                 }
-                let operands: Vec<u64> =
-                    target.iter().chain(args.iter()).map(|w| w.units).collect();
-                let sum: u64 = operands.iter().fold(0u64, |a, b| a.saturating_add(*b));
-                let first = operands.first().copied().unwrap_or(1);
-                let (units, extra_ns, bytes) = self.call_price(call, &operands, sum, first);
+                let operands: Vec<&Abs> =
+                    target.iter().chain(args.iter()).map(|w| &w.abs).collect();
+                let (abs, extra_ns, bytes) = self.call_price(call, &operands);
                 Walked {
-                    units,
-                    cost: total.plus(node(units, extra_ns, bytes).cost),
+                    abs,
+                    cost: total.plus(node(extra_ns, bytes)),
                 }
             }
-            Expr::Struct(_) | Expr::Unspecified => node(1, 0, 0),
+            Expr::Struct(_) | Expr::Unspecified => Walked {
+                abs: Abs::scalar(),
+                cost: node(0, 0),
+            },
         }
     }
 
-    /// One call's own price: (units of its result, CPU beyond a node, bytes it allocates).
+    fn comprehension(&mut self, comp: &cel::common::ast::ComprehensionExpr, times: u64) -> Walked {
+        let range = self.walk(&comp.iter_range, times);
+        let init = self.walk(&comp.accu_init, times);
+        let n = range.abs.len;
+        let inner = mul(times, n);
+        self.steps = self.steps.saturating_add(inner);
+        let appends = matches!(comp.loop_cond.expr, Expr::Literal(_));
+        let item = self.element(&range.abs);
+        // The accumulator first as it starts, to learn what one step adds; then as large as
+        // n steps can make it.
+        self.scope
+            .push((comp.accu_var.clone(), init.abs.clone(), appends));
+        let accu_at = self.scope.len() - 1;
+        self.scope
+            .push((comp.iter_var.clone(), item.clone(), false));
+        if let Some(v2) = &comp.iter_var2 {
+            self.scope.push((v2.clone(), item.clone(), false));
+        }
+        let steps_before = self.steps;
+        let first = self.walk(&comp.loop_step, 1);
+        self.steps = steps_before;
+        let grown = first.abs.units.saturating_sub(init.abs.units).max(1);
+        let accu = Abs {
+            len: init.abs.len.saturating_add(n),
+            units: init.abs.units.saturating_add(mul(n, grown)),
+            path: None,
+            elem: first.abs.elem.clone(),
+        };
+        self.scope[accu_at].1 = accu.clone();
+        let cond = self.walk(&comp.loop_cond, inner);
+        let step = self.walk(&comp.loop_step, inner);
+        let result = self.walk(&comp.result, times);
+        self.scope.truncate(accu_at);
+        let iterations = Cost::new(
+            mul(inner, c::EXPR_ITERATION_NS),
+            mul(inner, c::EXPR_ITERATION_BYTES)
+                .saturating_add(mul(times, mul(accu.units, c::EXPR_BYTES_PER_UNIT))),
+        );
+        Walked {
+            abs: result.abs,
+            cost: range
+                .cost
+                .plus(init.cost)
+                .plus(cond.cost)
+                .plus(step.cost)
+                .plus(result.cost)
+                .plus(iterations),
+        }
+    }
+
+    /// One call's own price: (its result, CPU beyond a node, bytes it allocates).
     fn call_price(
-        &self,
+        &mut self,
         call: &cel::common::ast::CallExpr,
-        operands: &[u64],
-        sum: u64,
-        first: u64,
-    ) -> (u64, u64, u64) {
+        operands: &[&Abs],
+    ) -> (Abs, u64, u64) {
+        let sum: u64 = operands.iter().fold(0u64, |a, o| a.saturating_add(o.units));
+        let first = operands.first().map_or_else(Abs::scalar, |a| (*a).clone());
         let copy = |units: u64| {
             (
                 mul(units, c::EXPR_COPY_NS_PER_UNIT),
                 mul(units, c::EXPR_BYTES_PER_UNIT),
             )
         };
+        let scan =
+            |units: u64| c::EXPR_CALL_NS.saturating_add(mul(units, c::EXPR_SCAN_NS_PER_UNIT));
         match call.func_name.as_str() {
             operators::ADD => {
+                let second = operands.get(1).map_or_else(Abs::scalar, |a| (*a).clone());
                 // Appending to a map/filter accumulator is amortised per element.
                 let appended = matches!(
                     call.args.first().map(|a| &a.expr),
                     Some(Expr::Ident(name)) if self.scope.iter().rev().any(|(n, _, appends)| n == name && *appends)
                 );
-                let copied = if appended {
-                    operands.get(1).copied().unwrap_or(1)
-                } else {
-                    sum
-                };
+                let copied = if appended { second.units } else { sum };
                 let (ns, bytes) = copy(copied);
-                (sum, ns, bytes)
+                let elem = match (&first.elem, &second.elem) {
+                    (Some(a), Some(b)) => Some(Box::new(a.join(b))),
+                    (Some(a), None) | (None, Some(a)) if appended => Some(a.clone()),
+                    _ => None,
+                };
+                let abs = Abs {
+                    len: first.len.saturating_add(second.len),
+                    units: sum,
+                    path: None,
+                    elem,
+                };
+                (abs, ns, bytes)
             }
             operators::EQUALS
             | operators::NOT_EQUALS
@@ -254,15 +448,24 @@ impl Pricer<'_> {
             | operators::GREATER_EQUALS
             | operators::IN => {
                 let (ns, bytes) = copy(sum);
-                (1, c::EXPR_CALL_NS.saturating_add(ns), bytes)
+                (Abs::scalar(), c::EXPR_CALL_NS.saturating_add(ns), bytes)
             }
-            operators::INDEX => (first, c::EXPR_CALL_NS, c::EXPR_NODE_BYTES),
-            operators::CONDITIONAL => (operands.iter().skip(1).copied().max().unwrap_or(1), 0, 0),
-            "size" | "contains" | "startsWith" | "endsWith" => (
-                1,
-                c::EXPR_CALL_NS.saturating_add(mul(sum, c::EXPR_SCAN_NS_PER_UNIT)),
-                0,
-            ),
+            operators::INDEX => {
+                let key = match call.args.get(1).map(|a| &a.expr) {
+                    Some(Expr::Literal(LiteralValue::String(k))) => Some(k.inner().to_owned()),
+                    _ => None,
+                };
+                let abs = self.member(&first, key.as_deref());
+                (abs, c::EXPR_CALL_NS, c::EXPR_NODE_BYTES)
+            }
+            operators::CONDITIONAL => {
+                let abs = match (operands.get(1), operands.get(2)) {
+                    (Some(a), Some(b)) => a.join(b),
+                    _ => Abs::scalar(),
+                };
+                (abs, 0, 0)
+            }
+            "size" | "contains" | "startsWith" | "endsWith" => (Abs::scalar(), scan(sum), 0),
             "matches" => {
                 let states = match call.args.last().map(|a| &a.expr) {
                     Some(Expr::Literal(LiteralValue::String(p))) => self
@@ -274,34 +477,20 @@ impl Pricer<'_> {
                 };
                 let per_byte = c::MATCH_PIKE_NS_PER_BYTE
                     .saturating_add(mul(c::MATCH_PIKE_NS_PER_STATE_BYTE, states));
-                let text = if call.target.is_some() {
-                    first
-                } else {
-                    operands.first().copied().unwrap_or(1)
-                };
-                (
-                    1,
-                    c::EXPR_CALL_NS
-                        .saturating_add(c::MATCH_BASE_NS)
-                        .saturating_add(mul(text, per_byte)),
-                    0,
-                )
+                let ns = c::EXPR_CALL_NS
+                    .saturating_add(c::MATCH_BASE_NS)
+                    .saturating_add(mul(first.units, per_byte));
+                (Abs::scalar(), ns, 0)
             }
             "string" => {
-                let units = first.max(32);
-                let (ns, bytes) = copy(units);
-                (units, c::EXPR_CALL_NS.saturating_add(ns), bytes)
+                let n = first.units.max(32);
+                let (ns, bytes) = copy(n);
+                (Abs::sized(n, n), c::EXPR_CALL_NS.saturating_add(ns), bytes)
             }
             "dyn" => (first, 0, 0),
-            _ => {
-                // Conversions, timestamps, dates, durations, date parts, logic, arithmetic:
-                // a call that reads its operands once and makes a small value.
-                (
-                    1,
-                    c::EXPR_CALL_NS.saturating_add(mul(sum, c::EXPR_SCAN_NS_PER_UNIT)),
-                    c::EXPR_NODE_BYTES,
-                )
-            }
+            // Conversions, timestamps, dates, durations, date parts, logic, arithmetic: a
+            // call that reads its operands once and makes a small value.
+            _ => (Abs::scalar(), scan(sum), c::EXPR_NODE_BYTES),
         }
     }
 }

@@ -20,7 +20,7 @@ pub(super) fn clauses(parsed: &IdedExpr, at: &Locator<'_>) -> Vec<Clause> {
     conjuncts
         .into_iter()
         .map(|c| {
-            let pos = at.pos(first_id(c));
+            let pos = at.pos_at(start_of(c, at));
             let form = match &c.expr {
                 Expr::Call(call) if call.target.is_none() && call.args.len() == 2 => {
                     match Comparison::of_operator(&call.func_name) {
@@ -39,16 +39,34 @@ pub(super) fn clauses(parsed: &IdedExpr, at: &Locator<'_>) -> Vec<Clause> {
         .collect()
 }
 
-/// The node whose position is where a clause starts: its left-most operand.
-fn first_id(e: &IdedExpr) -> u64 {
-    match &e.expr {
-        Expr::Call(call) if call.target.is_none() && call.func_name.starts_with('_') => {
-            call.args.first().map_or(e.id, first_id)
+/// Where a clause starts: the least source offset in it (a global call's offset is at its
+/// `(`, so its name's length is taken off).
+fn start_of(e: &IdedExpr, at: &Locator<'_>) -> u32 {
+    let own = at.offset(e.id).unwrap_or(u32::MAX);
+    let own = match &e.expr {
+        Expr::Call(call)
+            if call.target.is_none() && !call.func_name.starts_with(['_', '@', '!', '-']) =>
+        {
+            own.saturating_sub(call.func_name.chars().count() as u32)
         }
-        Expr::Call(call) => call.target.as_deref().map_or(e.id, first_id),
-        Expr::Select(s) => first_id(&s.operand),
-        _ => e.id,
-    }
+        _ => own,
+    };
+    let children: Vec<&IdedExpr> = match &e.expr {
+        Expr::Call(call) => call
+            .target
+            .as_deref()
+            .into_iter()
+            .chain(call.args.iter())
+            .collect(),
+        Expr::Select(s) => vec![&s.operand],
+        Expr::Comprehension(c) => vec![&c.iter_range],
+        Expr::List(l) => l.elements.iter().collect(),
+        _ => Vec::new(),
+    };
+    children
+        .into_iter()
+        .map(|c| start_of(c, at))
+        .fold(own, u32::min)
 }
 
 fn split_and<'e>(e: &'e IdedExpr, out: &mut Vec<&'e IdedExpr>) {
@@ -158,14 +176,14 @@ fn add_tick(c: &mut ComprehensionExpr) {
             call.args[0] = ticked(guard, falsy());
             return;
         }
-        if call.func_name == operators::ADD && call.args.len() == 2 {
-            if let Expr::List(list) = &mut call.args[1].expr {
-                if let Some(first) = list.elements.first_mut() {
-                    let element = std::mem::take(first);
-                    *first = ticked(element, null());
-                    return;
-                }
-            }
+        if call.func_name == operators::ADD
+            && call.args.len() == 2
+            && let Expr::List(list) = &mut call.args[1].expr
+            && let Some(first) = list.elements.first_mut()
+        {
+            let element = std::mem::take(first);
+            *first = ticked(element, null());
+            return;
         }
     }
     let whole = std::mem::take(step);

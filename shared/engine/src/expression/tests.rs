@@ -6,7 +6,7 @@ use serde_json::json;
 
 fn outcomes(source: &str, output: serde_json::Value) -> Vec<ClauseOutcome> {
     let expr = Expression::compile(source, 1e-9).expect("compiles");
-    let priced = estimate(&expr, &Shape::of(&output), source.len());
+    let priced = estimate(&expr, &output, &Shape::of(&output), source.len());
     run(
         &expr,
         &Subject::of(&output),
@@ -174,11 +174,13 @@ fn nested_comprehensions_multiply_the_estimate() {
     let shape = Shape::of(&output);
     let once = estimate(
         &Expression::compile("self.a.all(x, x > 0.0)", 1e-9).expect("ok"),
+        &output,
         &shape,
         10,
     );
     let twice = estimate(
         &Expression::compile("self.a.all(x, self.a.all(y, x > y))", 1e-9).expect("ok"),
+        &output,
         &shape,
         10,
     );
