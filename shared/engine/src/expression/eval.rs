@@ -12,8 +12,7 @@
 //! **The budget.** Every comprehension step counts one tick; past the ticks the estimate
 //! allowed, or past the CPU ceiling, the run stops with [`Failure::Budget`].
 
-use super::rewrite::{MATCHES, TICK};
-use super::{ClauseForm, Expression, SourcePos};
+use super::{ClauseForm, Expression, MATCHES, SourcePos, TICK};
 use crate::cost::thread_cpu_ns;
 use cel::common::ast::operators;
 use cel::{Context, ExecutionError, Value};

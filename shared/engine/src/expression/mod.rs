@@ -33,6 +33,10 @@ pub const MAX_EXPRESSION_BYTES: usize = 1_024;
 pub const MAX_EXPRESSION_BYTES_PER_REQUEST: usize = 4_096;
 /// Deepest nesting of the parser's grammar rules (parentheses, operators, calls).
 pub const MAX_NESTING: u16 = 32;
+/// The function the budget tick calls (in every comprehension's loop).
+pub(crate) const TICK: &str = "@tick";
+/// The function `matches` is routed to (the patterns compiled at check time).
+pub(crate) const MATCHES: &str = "@matches";
 /// Longest `matches` pattern, in bytes.
 pub const MAX_PATTERN_BYTES: usize = 256;
 

@@ -4,14 +4,9 @@
 //! comprehension's loop so a run that outlasts its budget stops.
 
 use super::eval::Comparison;
-use super::{Clause, ClauseForm, Locator};
+use super::{Clause, ClauseForm, Locator, MATCHES, TICK};
 use cel::IdedExpr;
 use cel::common::ast::{CallExpr, ComprehensionExpr, Expr, LiteralValue, operators};
-
-/// The function the budget tick calls.
-pub(crate) const TICK: &str = "@tick";
-/// The function `matches` is routed to.
-pub(crate) const MATCHES: &str = "@matches";
 
 /// The clauses of a checked expression, each rewritten.
 pub(super) fn clauses(parsed: &IdedExpr, at: &Locator<'_>) -> Vec<Clause> {
