@@ -60,6 +60,11 @@ fn rule_reference(out: &mut String) {
         }
         let _ = writeln!(out);
     }
+    let _ = writeln!(
+        out,
+        "### Expression rules\n\n{}\n",
+        verifier_engine::expression::GUIDE
+    );
 }
 
 /// A private deployment's price of any route.
@@ -263,6 +268,13 @@ pub fn llms_full_txt(s: &Services) -> String {
         out,
         "With `total` 129.5 the sum rule holds:\n\n```json\n{}\n```\n",
         pretty(&examples::response_to(s, &fixed))
+    );
+    let expressions = examples::expression_request("test-seller-invoice-agent");
+    let _ = writeln!(
+        out,
+        "## Worked example: business rules as expressions (CEL)\n\nThe totals add up (to the cent: `tolerance` 0.005), but one line's total is not its quantity times its unit price and the invoice is due before it was issued:\n\n```json\n{}\n```\n\nThe answer:\n\n```json\n{}\n```\n",
+        pretty(&expressions),
+        pretty(&examples::response_to(s, &expressions))
     );
     let _ = writeln!(out, "## Worked example: paying with x402\n");
     let _ = writeln!(

@@ -357,6 +357,42 @@ fn expression_cases() -> Vec<(String, Value, Value)> {
             json!({"a": (0..2000).map(|i| json!({"v": i})).collect::<Vec<_>>()}),
             expr("self.a.exists(x, x.missing > 0.0)"),
         ),
+        (
+            "expression: a full quadratic all over 150".into(),
+            json!({"a": numbers(150)}),
+            expr("self.a.all(x, self.a.all(y, x + y >= 0.0))"),
+        ),
+        (
+            "expression: a map over 5,000".into(),
+            json!({"a": numbers(5000)}),
+            expr("size(self.a.map(x, x * 2.0)) == 5000"),
+        ),
+        (
+            "expression: a filter then all over 5,000".into(),
+            json!({"a": numbers(5000)}),
+            expr("self.a.filter(x, x > 10.0).all(x, x > 10.0)"),
+        ),
+        (
+            "expression: an exists that finds nothing over 5,000".into(),
+            json!({"a": numbers(5000)}),
+            expr("!self.a.exists(x, x < 0.0)"),
+        ),
+        (
+            "expression: string functions over 2,000 strings".into(),
+            json!({"a": (0..2000).map(|i| format!("item-{i}-{}", "x".repeat(40))).collect::<Vec<_>>()}),
+            expr(
+                "self.a.all(s, s.startsWith('item-') && s.contains('-x') && !s.endsWith('y') && size(s) > 5)",
+            ),
+        ),
+        (
+            "expression: large elements copied at each step".into(),
+            json!({"a": (0..100).map(|i| json!({"s": "x".repeat(10_000 + i)})).collect::<Vec<_>>()}),
+            json!([
+                {"type": "expression", "rule": "self.a.all(x, size(x.s) > 0)"},
+                {"type": "expression", "rule": "!self.a.exists(x, size(x.s) < 0)"},
+                {"type": "expression", "rule": "size(self.a.filter(x, size(x.s) > 0)) == 100"}
+            ]),
+        ),
     ]
 }
 

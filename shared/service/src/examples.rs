@@ -54,6 +54,33 @@ pub fn corrected_request(agent_id: &str) -> Value {
     r
 }
 
+/// An invoice checked with expression rules (CEL): its totals add up, but one line's total is
+/// not its quantity times its unit price, and it is due before it was issued.
+pub fn expression_request(agent_id: &str) -> Value {
+    json!({
+        "task_id": "invoice-8120",
+        "agent_id": agent_id,
+        "expected_schema": {"type": "object", "required": ["lines", "subtotal", "tax", "total"]},
+        "submitted_output": {
+            "currency": "EUR", "vat_id": "DE811907980",
+            "issue_date": "2026-03-01", "due_date": "2026-02-15",
+            "lines": [
+                {"sku": "A-1", "qty": 3, "unit_price": 0.1, "line_total": 0.3},
+                {"sku": "B-2", "qty": 0, "unit_price": 10.0, "line_total": 50.0}
+            ],
+            "subtotal": 50.3, "tax": 9.56, "total": 59.86
+        },
+        "rules": [
+            {"type": "expression", "rule": "self.total == self.subtotal + self.tax", "tolerance": 0.005},
+            {"type": "expression", "rule": "self.lines.all(l, l.line_total == l.qty * l.unit_price)"},
+            {"type": "expression", "rule": "date(self.due_date) > date(self.issue_date)"},
+            {"type": "expression", "rule": "self.currency != 'EUR' || has(self.vat_id)"}
+        ],
+        "enforce_rules": true,
+        "detail": "full"
+    })
+}
+
 /// The signed response the engine gives a request (a `test-` agent: nothing is recorded).
 pub fn response_to(s: &Services, request: &Value) -> Value {
     let body = serde_json::to_vec(request).unwrap_or_default();

@@ -55,13 +55,22 @@ pub fn check_expression(
         format!("the expression (at {})", result.pos)
     };
     let (found, detail) = match &result.outcome {
-        ClauseOutcome::False {
-            sides: Some((left, op, right)),
-        } => (
-            "false".to_owned(),
-            format!("{clause} is false: {left} {op} {right} does not hold"),
-        ),
-        ClauseOutcome::False { sides: None } => ("false".to_owned(), format!("{clause} is false")),
+        ClauseOutcome::False { sides, at } => {
+            let element = if at.is_empty() {
+                String::new()
+            } else {
+                let path: Vec<String> = at.iter().map(|i| format!("[{i}]")).collect();
+                format!(" for element {} of all()", path.join(""))
+            };
+            let compared = match sides {
+                Some((left, op, right)) => format!(": {left} {op} {right} does not hold"),
+                None => String::new(),
+            };
+            (
+                "false".to_owned(),
+                format!("{clause} is false{element}{compared}"),
+            )
+        }
         ClauseOutcome::Error(f) => (
             "an error".to_owned(),
             format!("{clause} could not be evaluated: {}", f.describe()),

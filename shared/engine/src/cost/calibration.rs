@@ -217,12 +217,12 @@ pub const CONTENT_KEYWORD_BASE_NS: u64 = 300;
 /// Expression rules (CEL), per node evaluated: the interpreter's dispatch, a variable or field
 /// looked up and its value borrowed or cloned (measured about 150 ns a node on a 10,000-item
 /// `all()`).
-pub const EXPR_NODE_NS: u64 = 400;
+pub const EXPR_NODE_NS: u64 = 150;
 /// A function call beyond its node: arguments converted, a custom function (the money rule's
 /// comparisons, `date()`, the budget tick) dispatched.
-pub const EXPR_CALL_NS: u64 = 600;
+pub const EXPR_CALL_NS: u64 = 300;
 /// One comprehension step: the loop variable bound in a new scope, the step's tick.
-pub const EXPR_ITERATION_NS: u64 = 800;
+pub const EXPR_ITERATION_NS: u64 = 400;
 /// Memory of one comprehension step's scope.
 pub const EXPR_ITERATION_BYTES: u64 = 256;
 /// Copying or comparing a value, per unit (a value or a string byte).
@@ -234,6 +234,9 @@ pub const EXPR_SCAN_NS_PER_UNIT: u64 = 8;
 pub const EXPR_BYTES_PER_UNIT: u64 = 160;
 /// Memory of a node's small result.
 pub const EXPR_NODE_BYTES: u64 = 64;
+/// The output converted into CEL values (a JSON-like tree, then the interpreter's own, both
+/// held while the second is built), per unit.
+pub const EXPR_SUBJECT_BYTES_PER_UNIT: u64 = 320;
 /// Converting the output into CEL values, per unit (one per request with expression rules).
 pub const EXPR_CONVERT_NS_PER_UNIT: u64 = 400;
 /// One expression rule's fixed part: its context and functions set up.

@@ -15,6 +15,8 @@
 use super::{ClauseForm, Expression, MATCHES, SourcePos, TICK};
 use crate::cost::thread_cpu_ns;
 use cel::common::ast::operators;
+use cel::common::value::{CowVal, Val};
+use cel::context::VariableResolver;
 use cel::{Context, ExecutionError, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
@@ -206,9 +208,11 @@ const TYPES_MESSAGE: &str = "types";
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClauseOutcome {
     Holds,
-    /// False; for a comparison, its two sides as they may be shown.
+    /// False; for a comparison, its two sides as they may be shown; for an `all()`, the
+    /// element (and the elements of the `all()`s inside it) where it was false.
     False {
         sides: Option<(String, &'static str, String)>,
+        at: Vec<usize>,
     },
     Error(Failure),
 }
@@ -227,13 +231,22 @@ pub struct RunBudget {
     pub cpu_ns: u64,
 }
 
-/// The output, converted once for every expression of a request.
-pub struct Subject(Value);
+/// The output, converted once for every expression of a request and lent to each run as
+/// `self` (never copied again).
+pub struct Subject(Box<dyn Val>);
 
 impl Subject {
     /// Convert the submitted output (numbers become doubles).
     pub fn of(output: &serde_json::Value) -> Subject {
-        Subject(to_cel(output))
+        let converted: Result<Box<dyn Val>, ExecutionError> = to_cel(output).try_into();
+        let null: Box<dyn Val> = Box::new(cel::common::types::CelNull);
+        Subject(converted.unwrap_or(null))
+    }
+}
+
+impl VariableResolver for Subject {
+    fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
+        (variable == "self").then(|| CowVal::Borrowed(self.0.as_ref()))
     }
 }
 
@@ -259,11 +272,14 @@ static ENV: LazyLock<Arc<cel::Env>> = LazyLock::new(|| Arc::new(cel::Env::stdlib
 
 /// Run every clause of `expr` over `subject`.
 pub fn run(expr: &Expression, subject: &Subject, budget: RunBudget) -> Vec<ClauseResult> {
-    let ticks = Arc::new(AtomicU64::new(0));
-    let started = thread_cpu_ns();
+    let meter = Arc::new(StepMeter {
+        ticks: AtomicU64::new(0),
+        started: thread_cpu_ns(),
+        budget,
+    });
     let mut ctx = Context::with_env(ENV.clone());
-    ctx.add_variable_from_value("self", subject.0.clone());
-    if register(&mut ctx, expr, ticks, started, budget).is_err() {
+    ctx.set_variable_resolver(subject);
+    if register(&mut ctx, expr, meter.clone()).is_err() {
         return expr
             .clauses
             .iter()
@@ -277,38 +293,105 @@ pub fn run(expr: &Expression, subject: &Subject, budget: RunBudget) -> Vec<Claus
         .iter()
         .map(|clause| ClauseResult {
             pos: clause.pos,
-            outcome: match &clause.form {
-                ClauseForm::Condition(e) => match Value::resolve(e, &ctx) {
-                    Ok(Value::Bool(true)) => ClauseOutcome::Holds,
-                    Ok(Value::Bool(false)) => ClauseOutcome::False { sides: None },
-                    Ok(_) => ClauseOutcome::Error(Failure::Types),
-                    Err(e) => ClauseOutcome::Error(Failure::of(&e)),
-                },
-                ClauseForm::Comparison { op, left, right } => {
-                    let sides = Value::resolve(left, &ctx)
-                        .and_then(|l| Value::resolve(right, &ctx).map(|r| (l, r)));
-                    match sides {
-                        Err(e) => ClauseOutcome::Error(Failure::of(&e)),
-                        Ok((l, r)) => match op.apply(&l, &r, expr.tolerance) {
-                            Ok(true) => ClauseOutcome::Holds,
-                            Ok(false) => ClauseOutcome::False {
-                                sides: Some((shown(&l), op.symbol(), shown(&r))),
-                            },
-                            Err(f) => ClauseOutcome::Error(f),
-                        },
-                    }
-                }
-            },
+            outcome: outcome(&clause.form, &ctx, expr.tolerance, &meter),
         })
         .collect()
+}
+
+/// What a run has spent, shared with its tick function.
+struct StepMeter {
+    ticks: AtomicU64,
+    started: u64,
+    budget: RunBudget,
+}
+
+impl StepMeter {
+    /// Count a step; `Err` past the budget.
+    fn tick(&self) -> Result<(), ExecutionError> {
+        let n = self.ticks.fetch_add(1, AtomicOrdering::Relaxed) + 1;
+        let past_cpu = n.is_multiple_of(256)
+            && thread_cpu_ns().saturating_sub(self.started) > self.budget.cpu_ns;
+        if n > self.budget.steps || past_cpu {
+            return Err(ExecutionError::function_error(TICK, "budget"));
+        }
+        Ok(())
+    }
+}
+
+fn outcome(
+    form: &ClauseForm,
+    ctx: &Context<'_, '_>,
+    tolerance: f64,
+    meter: &StepMeter,
+) -> ClauseOutcome {
+    match form {
+        ClauseForm::Condition(e) => match Value::resolve(e, ctx) {
+            Ok(Value::Bool(true)) => ClauseOutcome::Holds,
+            Ok(Value::Bool(false)) => ClauseOutcome::False {
+                sides: None,
+                at: Vec::new(),
+            },
+            Ok(_) => ClauseOutcome::Error(Failure::Types),
+            Err(e) => ClauseOutcome::Error(Failure::of(&e)),
+        },
+        ClauseForm::Comparison { op, left, right } => {
+            let sides =
+                Value::resolve(left, ctx).and_then(|l| Value::resolve(right, ctx).map(|r| (l, r)));
+            match sides {
+                Err(e) => ClauseOutcome::Error(Failure::of(&e)),
+                Ok((l, r)) => match op.apply(&l, &r, tolerance) {
+                    Ok(true) => ClauseOutcome::Holds,
+                    Ok(false) => ClauseOutcome::False {
+                        sides: Some((shown(&l), op.symbol(), shown(&r))),
+                        at: Vec::new(),
+                    },
+                    Err(f) => ClauseOutcome::Error(f),
+                },
+            }
+        }
+        ClauseForm::All {
+            range,
+            var,
+            each,
+            whole,
+        } => {
+            let items = match Value::resolve(range, ctx) {
+                Ok(Value::List(items)) => items,
+                // A map (its keys) or a value that is not a list: as the macro itself runs.
+                Ok(_) => {
+                    return outcome(&ClauseForm::Condition(whole.clone()), ctx, tolerance, meter);
+                }
+                Err(e) => return ClauseOutcome::Error(Failure::of(&e)),
+            };
+            // CEL's all(): false wins over an error at any element.
+            let mut error = None;
+            for (i, item) in items.iter().enumerate() {
+                if let Err(e) = meter.tick() {
+                    return ClauseOutcome::Error(Failure::of(&e));
+                }
+                let mut scope = ctx.new_inner_scope();
+                scope.add_variable_from_value(var.as_str(), item.clone());
+                match outcome(each, &scope, tolerance, meter) {
+                    ClauseOutcome::Holds => {}
+                    ClauseOutcome::False { sides, mut at } => {
+                        at.insert(0, i);
+                        return ClauseOutcome::False { sides, at };
+                    }
+                    ClauseOutcome::Error(Failure::Budget) => {
+                        return ClauseOutcome::Error(Failure::Budget);
+                    }
+                    ClauseOutcome::Error(f) => error = error.or(Some(f)),
+                }
+            }
+            error.map_or(ClauseOutcome::Holds, ClauseOutcome::Error)
+        }
+    }
 }
 
 fn register(
     ctx: &mut Context<'_, '_>,
     expr: &Expression,
-    ticks: Arc<AtomicU64>,
-    started: u64,
-    budget: RunBudget,
+    meter: Arc<StepMeter>,
 ) -> Result<(), cel::DeclarationError> {
     for op in Comparison::ALL {
         let tolerance = expr.tolerance;
@@ -321,13 +404,7 @@ fn register(
         )?;
     }
     ctx.add_function(TICK, move || -> Result<bool, ExecutionError> {
-        let n = ticks.fetch_add(1, AtomicOrdering::Relaxed) + 1;
-        let past_cpu =
-            n.is_multiple_of(256) && thread_cpu_ns().saturating_sub(started) > budget.cpu_ns;
-        if n > budget.steps || past_cpu {
-            return Err(ExecutionError::function_error(TICK, "budget"));
-        }
-        Ok(true)
+        meter.tick().map(|()| true)
     })?;
     let patterns: Arc<Vec<(String, regex::Regex)>> = Arc::new(
         expr.patterns

@@ -27,6 +27,18 @@ use cel::IdedExpr;
 use cel::common::ast::SourceInfo;
 use std::fmt;
 
+/// What an agent needs to write expression rules (the documents print it).
+pub const GUIDE: &str = "`{\"type\": \"expression\", \"rule\": \"<CEL>\"}`: a CEL expression (cel.dev) over the output, `self`, that must be true. \
+It is parsed and type-checked when the request arrives (a bad one is a 422 on rules[i].rule naming the line and column; nothing is charged), \
+priced from its syntax tree and the output's sizes before it runs (nested comprehensions multiply: past the unpaid ceiling it is a 402, past the paid one a 422), and stopped if it outlasts its price. \
+Numbers in the output are doubles; literals without a decimal point are ints, and CEL does not mix them in arithmetic (write `self.qty * 2.0`, `double(size(self.lines))`). \
+Money rule: two numbers are equal when they differ by at most the rule's `tolerance` (default 1e-9) plus 2^-50 of the larger, so `0.1 * 3 == 0.3`; `<` holds only past that distance. `\"tolerance\": 0.005` compares amounts to the cent. \
+Dates: `date(\"2026-02-15\")` is midnight UTC and also reads RFC 3339; `timestamp()`, `duration()` and the timestamp parts (`getFullYear()` …) as in CEL. \
+Functions: size, contains, startsWith, endsWith, matches (a string-literal RE2 pattern, at most 256 bytes), has, all, exists, exists_one, filter, map, in, ?:, int, uint, double, string, bool, dyn, type, timestamp, duration, date. \
+Each top-level `&&` operand is one integrity check; a finding names the rule (rules[i]) and the first clause that failed by line and column, with the two sides of a failed comparison when they are numbers, booleans or dates (strings, lists and maps only by size). \
+Limits: 1,024 bytes per expression, 4,096 per request, nesting 32 deep. \
+Examples: `self.total == self.subtotal + self.tax`; `self.lines.all(l, l.line_total == l.qty * l.unit_price)`; `date(self.due_date) > date(self.issue_date)`; `self.currency != 'EUR' || has(self.vat_id)`; `size(self.lines) >= 1 && self.discount <= 0.2 * self.subtotal`.";
+
 /// Longest expression, in bytes.
 pub const MAX_EXPRESSION_BYTES: usize = 1_024;
 /// Most bytes of expressions in one request (parsing them is work done before pricing).
@@ -143,6 +155,14 @@ enum ClauseForm {
         right: IdedExpr,
     },
     Condition(IdedExpr),
+    /// `range.all(var, each)` over a list: run element by element to name the first one for
+    /// which it is false; `whole` is the macro as written, for a range that is not a list.
+    All {
+        range: IdedExpr,
+        var: String,
+        each: Box<ClauseForm>,
+        whole: IdedExpr,
+    },
 }
 
 impl Expression {

@@ -30,7 +30,7 @@ pub fn subject_cost(output: &Shape) -> Cost {
     let units = units_of(output);
     Cost::new(
         c::EXPR_CONVERT_NS_PER_UNIT.saturating_mul(units),
-        c::EXPR_BYTES_PER_UNIT.saturating_mul(units),
+        c::EXPR_SUBJECT_BYTES_PER_UNIT.saturating_mul(units),
     )
 }
 
@@ -107,14 +107,15 @@ impl Abs {
             (Some(a), Some(b)) if a == b => Some(a.clone()),
             _ => None,
         };
+        let elem = match (&self.elem, &other.elem) {
+            (Some(a), Some(b)) => Some(Box::new(a.join(b))),
+            _ if path.is_some() => self.elem.clone(),
+            _ => None,
+        };
         Abs {
             len: self.len.max(other.len),
             units: self.units.max(other.units),
-            elem: if path.is_some() {
-                self.elem.clone()
-            } else {
-                None
-            },
+            elem,
             path,
         }
     }
@@ -288,7 +289,8 @@ impl Pricer<'_> {
             Expr::List(list) => {
                 let mut total = Cost::ZERO;
                 let mut units = 1u64;
-                let mut elem: Option<Abs> = None;
+                // An empty list's elements are nothing (a filter's accumulator starts as one).
+                let mut elem: Option<Abs> = list.elements.is_empty().then(|| Abs::sized(0, 0));
                 for el in &list.elements {
                     let w = self.walk(el, times);
                     total = total.plus(w.cost);
@@ -372,10 +374,17 @@ impl Pricer<'_> {
         let steps_before = self.steps;
         let first = self.walk(&comp.loop_step, 1);
         self.steps = steps_before;
-        let grown = first.abs.units.saturating_sub(init.abs.units).max(1);
+        // A step that makes the accumulator larger (a map's or filter's append) may do so on
+        // every one of the n steps; one that does not (all, exists) leaves it as large as one
+        // step makes it.
+        let grown = first.abs.units.saturating_sub(init.abs.units);
         let accu = Abs {
-            len: init.abs.len.saturating_add(n),
-            units: init.abs.units.saturating_add(mul(n, grown)),
+            len: init.abs.len.saturating_add(if grown > 0 { n } else { 0 }),
+            units: init
+                .abs
+                .units
+                .max(first.abs.units)
+                .saturating_add(mul(n, grown)),
             path: None,
             elem: first.abs.elem.clone(),
         };
@@ -384,10 +393,20 @@ impl Pricer<'_> {
         let step = self.walk(&comp.loop_step, inner);
         let result = self.walk(&comp.result, times);
         self.scope.truncate(accu_at);
+        // Each step binds a copy of its element (the interpreter clones it), and the range
+        // may be converted whole once (an `all()` clause run element by element).
+        let copies = mul(inner, item.units).saturating_add(mul(times, range.abs.units));
         let iterations = Cost::new(
-            mul(inner, c::EXPR_ITERATION_NS),
+            mul(inner, c::EXPR_ITERATION_NS).saturating_add(mul(copies, c::EXPR_COPY_NS_PER_UNIT)),
             mul(inner, c::EXPR_ITERATION_BYTES)
-                .saturating_add(mul(times, mul(accu.units, c::EXPR_BYTES_PER_UNIT))),
+                .saturating_add(mul(times, mul(accu.units, c::EXPR_BYTES_PER_UNIT)))
+                .saturating_add(mul(
+                    times,
+                    mul(
+                        item.units.saturating_add(range.abs.units),
+                        c::EXPR_BYTES_PER_UNIT,
+                    ),
+                )),
         );
         Walked {
             abs: result.abs,
@@ -465,6 +484,16 @@ impl Pricer<'_> {
                 };
                 (abs, 0, 0)
             }
+            // The interpreter's own operators on booleans and numbers: nothing beyond the node.
+            operators::LOGICAL_AND
+            | operators::LOGICAL_OR
+            | operators::LOGICAL_NOT
+            | operators::NOT_STRICTLY_FALSE
+            | operators::NEGATE
+            | operators::SUBSTRACT
+            | operators::MULTIPLY
+            | operators::DIVIDE
+            | operators::MODULO => (Abs::scalar(), 0, 0),
             "size" | "contains" | "startsWith" | "endsWith" => (Abs::scalar(), scan(sum), 0),
             "matches" => {
                 let states = match call.args.last().map(|a| &a.expr) {

@@ -16,22 +16,62 @@ pub(super) fn clauses(parsed: &IdedExpr, at: &Locator<'_>) -> Vec<Clause> {
         .into_iter()
         .map(|c| {
             let pos = at.pos_at(start_of(c, at));
-            let form = match &c.expr {
-                Expr::Call(call) if call.target.is_none() && call.args.len() == 2 => {
-                    match Comparison::of_operator(&call.func_name) {
-                        Some(op) => ClauseForm::Comparison {
-                            op,
-                            left: rewritten(&call.args[0]),
-                            right: rewritten(&call.args[1]),
-                        },
-                        None => ClauseForm::Condition(rewritten(c)),
-                    }
-                }
-                _ => ClauseForm::Condition(rewritten(c)),
-            };
-            Clause { pos, form }
+            Clause {
+                pos,
+                form: form_of(c),
+            }
         })
         .collect()
+}
+
+/// How a clause is run: a comparison (its sides shown when false), an `all()` (element by
+/// element), or any other condition.
+fn form_of(c: &IdedExpr) -> ClauseForm {
+    match &c.expr {
+        Expr::Call(call) if call.target.is_none() && call.args.len() == 2 => {
+            match Comparison::of_operator(&call.func_name) {
+                Some(op) => ClauseForm::Comparison {
+                    op,
+                    left: rewritten(&call.args[0]),
+                    right: rewritten(&call.args[1]),
+                },
+                None => ClauseForm::Condition(rewritten(c)),
+            }
+        }
+        Expr::Comprehension(comp) => match all_body(comp) {
+            Some(each) => ClauseForm::All {
+                range: rewritten(&comp.iter_range),
+                var: comp.iter_var.clone(),
+                each: Box::new(form_of(each)),
+                whole: rewritten(c),
+            },
+            None => ClauseForm::Condition(rewritten(c)),
+        },
+        _ => ClauseForm::Condition(rewritten(c)),
+    }
+}
+
+/// The predicate of an `all()` macro (`true` folded with `&&` over one variable).
+fn all_body(comp: &ComprehensionExpr) -> Option<&IdedExpr> {
+    let is_accu = |e: &IdedExpr| matches!(&e.expr, Expr::Ident(n) if *n == comp.accu_var);
+    let starts_true = matches!(
+        comp.accu_init.expr,
+        Expr::Literal(LiteralValue::Boolean(ref b)) if *b.inner()
+    );
+    if comp.iter_var2.is_some() || !starts_true || !is_accu(&comp.result) {
+        return None;
+    }
+    match &comp.loop_step.expr {
+        Expr::Call(call)
+            if call.func_name == operators::LOGICAL_AND
+                && call.target.is_none()
+                && call.args.len() == 2
+                && is_accu(&call.args[0]) =>
+        {
+            Some(&call.args[1])
+        }
+        _ => None,
+    }
 }
 
 /// Where a clause starts: the least source offset in it (a global call's offset is at its

@@ -72,11 +72,13 @@ fn a_false_comparison_shows_numbers_but_never_strings() {
     assert_eq!(
         out[0],
         ClauseOutcome::False {
-            sides: Some(("3.0".into(), "==", "2.0".into()))
+            sides: Some(("3.0".into(), "==", "2.0".into())),
+            at: Vec::new(),
         }
     );
     let ClauseOutcome::False {
         sides: Some((l, _, r)),
+        ..
     } = &out[1]
     else {
         panic!("false with sides: {:?}", out[1]);
@@ -189,4 +191,46 @@ fn nested_comprehensions_multiply_the_estimate() {
         twice.cost.cpu_ns >= 50 * once.cost.cpu_ns,
         "{once:?} {twice:?}"
     );
+}
+
+#[test]
+fn a_false_all_names_the_element_and_the_sides() {
+    let out = outcomes(
+        "self.lines.all(l, l.line_total == l.qty * l.unit_price)",
+        json!({"lines": [
+            {"qty": 1, "unit_price": 2.0, "line_total": 2.0},
+            {"qty": 0, "unit_price": 10.0, "line_total": 50}
+        ]}),
+    );
+    assert_eq!(
+        out,
+        vec![ClauseOutcome::False {
+            sides: Some(("50.0".into(), "==", "0.0".into())),
+            at: vec![1],
+        }]
+    );
+    // Nested: the outer and the inner element.
+    let out = outcomes(
+        "self.m.all(row, row.all(x, x < 5.0))",
+        json!({"m": [[1, 2], [3, 7]]}),
+    );
+    assert!(
+        matches!(&out[0], ClauseOutcome::False { at, .. } if *at == vec![1, 1]),
+        "{out:?}"
+    );
+    // An error at one element and false at another: false.
+    let out = outcomes(
+        "self.a.all(x, x.v > 0.0)",
+        json!({"a": [{"w": 1}, {"v": -1}]}),
+    );
+    assert!(
+        matches!(&out[0], ClauseOutcome::False { at, .. } if *at == vec![1]),
+        "{out:?}"
+    );
+    // An error only: the error.
+    let out = outcomes(
+        "self.a.all(x, x.v > 0.0)",
+        json!({"a": [{"w": 1}, {"v": 1}]}),
+    );
+    assert_eq!(out, vec![ClauseOutcome::Error(Failure::Missing)]);
 }
