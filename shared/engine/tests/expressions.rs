@@ -69,3 +69,37 @@ fn invalid_expressions_are_refused_with_their_position() {
         );
     }
 }
+
+#[test]
+fn the_rules_hash_covers_the_expression_text_and_tolerance() {
+    let engine = Engine::new(EngineConfig::default());
+    let hash = |rules: Value| {
+        let req =
+            VerifyRequest::from_body(&request(&json!({"total": 1.0}), &rules)).expect("valid");
+        let (response, _) = engine
+            .verify_unsigned(&req, OffsetDateTime::now_utc())
+            .expect("verified");
+        response["rules_hash"]
+            .as_str()
+            .expect("rules_hash")
+            .to_owned()
+    };
+    let base = hash(json!([{"type": "expression", "rule": "self.total > 0.0"}]));
+    assert_eq!(
+        base,
+        hash(json!([{"type": "expression", "rule": "self.total > 0.0"}]))
+    );
+    // The defaults are filled before hashing, as for every rule: an explicit default is the same rule.
+    assert_eq!(
+        base,
+        hash(json!([{"type": "expression", "rule": "self.total > 0.0", "tolerance": 1e-9}]))
+    );
+    assert_ne!(
+        base,
+        hash(json!([{"type": "expression", "rule": "self.total >= 0.0"}]))
+    );
+    assert_ne!(
+        base,
+        hash(json!([{"type": "expression", "rule": "self.total > 0.0", "tolerance": 0.005}]))
+    );
+}

@@ -1,8 +1,8 @@
 //! Running an expression over the output.
 //!
-//! **The money rule.** Numbers are binary doubles, and two numbers are *equal* when they differ
-//! by at most the rule's `tolerance` (default 1e-9) plus the rounding of doubles (2⁻⁵⁰ of the
-//! larger, about eight units in the last place). Ordering follows: `a < b` holds only when `a`
+//! **The money rule.** Numbers are binary doubles, and two numbers of which one is a double are
+//! *equal* when they differ by at most the rule's `tolerance` (default 1e-9) plus the rounding of
+//! doubles (2⁻⁵⁰ of the larger, about eight units in the last place); two ints compare exactly. Ordering follows: `a < b` holds only when `a`
 //! is below `b` by more than that, so exactly one of `<`, `==`, `>` holds for two numbers. Set
 //! `tolerance` to half a cent (0.005) to compare amounts to the cent.
 //!
@@ -83,7 +83,12 @@ impl Comparison {
     /// Apply it under the money rule.
     pub fn apply(self, a: &Value, b: &Value, tolerance: f64) -> Result<bool, Failure> {
         use std::cmp::Ordering;
+        let both_ints = matches!(a, Value::Int(_) | Value::UInt(_))
+            && matches!(b, Value::Int(_) | Value::UInt(_));
         let order = match (number(a), number(b)) {
+            // Ints compare exactly (counts, sizes, a macro's own `== 1`): the money rule is for
+            // doubles.
+            (Some(_), Some(_)) if both_ints => a.partial_cmp(b),
             (Some(x), Some(y)) => {
                 let slack = tolerance + x.abs().max(y.abs()) * ROUNDING;
                 if (x - y).abs() <= slack {

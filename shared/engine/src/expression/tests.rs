@@ -234,3 +234,30 @@ fn a_false_all_names_the_element_and_the_sides() {
     );
     assert_eq!(out, vec![ClauseOutcome::Error(Failure::Missing)]);
 }
+
+#[test]
+fn the_tolerance_is_for_doubles_and_never_loosens_a_count() {
+    let expr = Expression::compile(
+        "self.a.exists_one(x, x > 0.0) && size(self.a) == 4 && self.t == 10.0",
+        5.0,
+    )
+    .expect("ok");
+    let output = json!({"a": [1, 2, -1, -2], "t": 12.5});
+    let priced = estimate(&expr, &output, &Shape::of(&output), 10);
+    let out = run(
+        &expr,
+        &Subject::of(&output),
+        RunBudget {
+            steps: priced.steps,
+            cpu_ns: u64::MAX,
+        },
+    );
+    // Two elements are positive: exists_one is false whatever the tolerance.
+    assert!(
+        matches!(out[0].outcome, ClauseOutcome::False { .. }),
+        "{out:?}"
+    );
+    assert_eq!(out[1].outcome, ClauseOutcome::Holds);
+    // 12.5 is within 5 of 10.0.
+    assert_eq!(out[2].outcome, ClauseOutcome::Holds);
+}
