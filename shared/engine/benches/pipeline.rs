@@ -25,7 +25,7 @@ use verifier_engine::{Engine, EngineConfig, SigningIdentity, VerifyRequest};
 
 fn invoice_body() -> Vec<u8> {
     let path = format!(
-        "{}/tests/data/hosted-receipts.json",
+        "{}/../tests/data/hosted-receipts.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let text = std::fs::read_to_string(&path).expect("hosted-receipts.json is present");
@@ -102,6 +102,36 @@ fn pipeline(c: &mut Criterion) {
                 .expect("verifies");
             black_box(out.body)
         })
+    });
+
+    // The same request with four expression rules (CEL) beside its sum rule: what expression
+    // rules add to a verification (docs/performance.md).
+    let mut with_expressions: Value = serde_json::from_slice(&body).expect("json");
+    if let Some(rules) = with_expressions["rules"].as_array_mut() {
+        for rule in [
+            "self.line_items.all(l, l.line_total >= 0.0)",
+            "self.total > 0.0 && size(self.line_items) >= 1",
+            "self.invoice_id.startsWith('INV-')",
+            "self.line_items.exists(l, l.line_total > 50.0)",
+        ] {
+            rules.push(serde_json::json!({"type": "expression", "rule": rule}));
+        }
+    }
+    let expressions_body = serde_json::to_vec(&with_expressions).expect("json");
+    let req_x = warm.parse(&expressions_body).expect("valid");
+    warm.remember_schema(&expressions_body, &req_x);
+    c.bench_function("full_pipeline_cached_with_4_expressions", |b| {
+        b.iter(|| {
+            let req = warm.parse(black_box(&expressions_body)).expect("valid");
+            let out = warm
+                .verify(&req, &key, OffsetDateTime::now_utc())
+                .expect("verifies");
+            black_box(out.body)
+        })
+    });
+
+    c.bench_function("stage_parse_with_4_expressions", |b| {
+        b.iter(|| black_box(warm.parse(black_box(&expressions_body)).expect("valid")))
     });
 
     c.bench_function("pipeline_minus_signature", |b| {

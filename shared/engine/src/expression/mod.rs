@@ -15,6 +15,7 @@
 //! a decimal point are `int`s: CEL compares the two freely but does not mix them in arithmetic
 //! (`self.qty * 2.0`, or `double(size(self.lines))`); the checker says so where it can.
 
+pub mod cache;
 pub mod check;
 pub mod eval;
 pub mod price;
@@ -136,6 +137,8 @@ pub struct Expression {
     patterns: Vec<(String, regex::Regex, u64)>,
     /// Numbers within this distance are equal.
     tolerance: f64,
+    /// About how much memory it holds (its trees and patterns), for the cache.
+    held_bytes: u64,
 }
 
 /// One top-level operand of `&&`.
@@ -192,17 +195,66 @@ impl Expression {
         let locate = Locator::new(source, &info);
         let patterns = check::check(&parsed, &locate)?;
         let clauses = rewrite::clauses(&parsed, &locate);
+        // The parsed tree and the rewritten clauses (a copy of it with a few nodes added), about
+        // 200 bytes a node; a compiled pattern up to its size limit.
+        let held_bytes = (node_count(&parsed) as u64)
+            .saturating_mul(2 * 200)
+            .saturating_add(
+                (patterns.len() as u64).saturating_mul(check::PATTERN_SIZE_LIMIT as u64),
+            )
+            .saturating_add(source.len() as u64);
         Ok(Expression {
             clauses,
             parsed,
             patterns,
             tolerance,
+            held_bytes,
         })
     }
 
     /// How many clauses (top-level `&&` operands) it counts as integrity checks.
     pub fn clause_count(&self) -> usize {
         self.clauses.len()
+    }
+}
+
+/// Nodes in a syntax tree.
+fn node_count(e: &IdedExpr) -> usize {
+    use cel::common::ast::{EntryExpr, Expr};
+    1 + match &e.expr {
+        Expr::Call(call) => {
+            call.target.as_deref().map_or(0, node_count)
+                + call.args.iter().map(node_count).sum::<usize>()
+        }
+        Expr::Comprehension(c) => [
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ]
+        .into_iter()
+        .map(node_count)
+        .sum(),
+        Expr::Select(s) => node_count(&s.operand),
+        Expr::List(l) => l.elements.iter().map(node_count).sum(),
+        Expr::Map(m) => m
+            .entries
+            .iter()
+            .map(|entry| match &entry.expr {
+                EntryExpr::MapEntry(me) => node_count(&me.key) + node_count(&me.value),
+                EntryExpr::StructField(f) => node_count(&f.value),
+            })
+            .sum(),
+        Expr::Struct(s) => s
+            .entries
+            .iter()
+            .map(|entry| match &entry.expr {
+                EntryExpr::MapEntry(me) => node_count(&me.key) + node_count(&me.value),
+                EntryExpr::StructField(f) => node_count(&f.value),
+            })
+            .sum(),
+        _ => 0,
     }
 }
 

@@ -95,11 +95,11 @@ pub fn parse(
         return None;
     }
     *budget -= source.len();
-    match Expression::compile(source, tolerance) {
+    match super::cache::compiled(source, tolerance) {
         Ok(expression) if problems.len() == before => Some(ExpressionRule {
             index,
             source_len: source.len(),
-            expression: Arc::new(expression),
+            expression,
         }),
         Ok(_) => None,
         Err(e) => {

@@ -261,3 +261,18 @@ fn the_tolerance_is_for_doubles_and_never_loosens_a_count() {
     // 12.5 is within 5 of 10.0.
     assert_eq!(out[2].outcome, ClauseOutcome::Holds);
 }
+
+#[test]
+fn the_same_text_and_tolerance_is_compiled_once() {
+    let a = super::cache::compiled("self.cached_once > 1.0", 1e-9).expect("ok");
+    let b = super::cache::compiled("self.cached_once > 1.0", 1e-9).expect("ok");
+    let other_tolerance = super::cache::compiled("self.cached_once > 1.0", 0.5).expect("ok");
+    assert!(std::sync::Arc::ptr_eq(&a, &b));
+    assert!(!std::sync::Arc::ptr_eq(&a, &other_tolerance));
+    assert!(
+        a.held_bytes > 0 && a.held_bytes < 64 << 10,
+        "{}",
+        a.held_bytes
+    );
+    assert!(super::cache::compiled("self.x +", 1e-9).is_err());
+}
