@@ -272,7 +272,7 @@ fn expression_cases() -> Vec<(String, Value, Value)> {
     let lines: Vec<Value> = (0..2000)
         .map(|i| json!({"qty": i % 7, "unit_price": 1.25, "line_total": (i % 7) as f64 * 1.25, "sku": format!("SKU-{i}")}))
         .collect();
-    let long_sum = format!("{} > 0.0", vec!["self.x"; 100].join(" + "));
+    let long_sum = format!("{} > 0.0", vec!["self.x"; 58].join(" + "));
     let nested = format!("{}self.x{} > 0.0", "(".repeat(28), ")".repeat(28));
     let four_long: Vec<Value> = (0..4)
         .map(|_| json!({"type": "expression", "rule": format!("{} == 0.0", vec!["self.x * self.x"; 55].join(" - "))}))
@@ -338,7 +338,7 @@ fn expression_cases() -> Vec<(String, Value, Value)> {
             expr("self.d.all(x, date(x) > date('2020-01-01') && date(x).getFullYear() == 2026)"),
         ),
         (
-            "expression: the longest sum".into(),
+            "expression: the deepest sum allowed".into(),
             json!({"x": 1.0}),
             expr(&long_sum),
         ),
@@ -383,6 +383,14 @@ fn expression_cases() -> Vec<(String, Value, Value)> {
             expr(
                 "self.a.all(s, s.startsWith('item-') && s.contains('-x') && !s.endsWith('y') && size(s) > 5)",
             ),
+        ),
+        (
+            "expression: bytes of the output concatenated in a loop".into(),
+            json!({"s": "é".repeat(2000), "a": (0..50).collect::<Vec<_>>()}),
+            json!([{"type": "expression", "rule": format!(
+                "self.a.all(i, [bytes(self.s), bytes(self.s)].all(b, size({}) > 0))",
+                vec!["b"; 25].join(" + ")
+            )}]),
         ),
         (
             "expression: large elements copied at each step".into(),

@@ -89,6 +89,8 @@ impl Comparison {
             // Ints compare exactly (counts, sizes, a macro's own `== 1`): the money rule is for
             // doubles.
             (Some(_), Some(_)) if both_ints => a.partial_cmp(b),
+            // An infinity (a division by zero) is equal only to itself.
+            (Some(x), Some(y)) if !x.is_finite() || !y.is_finite() => x.partial_cmp(&y),
             (Some(x), Some(y)) => {
                 let slack = tolerance + x.abs().max(y.abs()) * ROUNDING;
                 if (x - y).abs() <= slack {
@@ -435,13 +437,21 @@ fn register(
     Ok(())
 }
 
-/// `YYYY-MM-DD` as midnight UTC, or an RFC 3339 timestamp.
+/// `YYYY-MM-DD` as midnight UTC, or an RFC 3339 timestamp; years 0001 to 9999 only, as CEL's
+/// timestamps (chrono would read signed years up to ±262143, whose arithmetic overflows it).
 fn parse_date(s: &str) -> Option<chrono::DateTime<chrono::FixedOffset>> {
-    if let Ok(day) = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d") {
-        let midnight = day.and_hms_opt(0, 0, 0)?;
-        return Some(midnight.and_utc().fixed_offset());
+    use chrono::Datelike;
+    let four_digit_year = s.len() >= 10 && s.as_bytes()[..4].iter().all(u8::is_ascii_digit);
+    if !four_digit_year {
+        return None;
     }
-    chrono::DateTime::parse_from_rfc3339(s).ok()
+    let parsed = if s.len() == 10 {
+        let day = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
+        day.and_hms_opt(0, 0, 0)?.and_utc().fixed_offset()
+    } else {
+        chrono::DateTime::parse_from_rfc3339(s).ok()?
+    };
+    (1..=9999).contains(&parsed.year()).then_some(parsed)
 }
 
 /// A value as a finding may show it: numbers, booleans, null, timestamps and durations in

@@ -37,7 +37,7 @@ Money rule: two numbers of which one is a double are equal when they differ by a
 Dates: `date(\"2026-02-15\")` is midnight UTC and also reads RFC 3339; `timestamp()`, `duration()` and the timestamp parts (`getFullYear()` …) as in CEL. \
 Functions: size, contains, startsWith, endsWith, matches (a string-literal RE2 pattern, at most 256 bytes), has, all, exists, exists_one, filter, map, in, ?:, int, uint, double, string, bool, dyn, type, timestamp, duration, date. \
 Each top-level `&&` operand is one integrity check; a finding names the rule (rules[i]) and the first clause that failed by line and column, with the two sides of a failed comparison when they are numbers, booleans or dates (strings, lists and maps only by size). \
-Limits: 1,024 bytes per expression, 4,096 per request, nesting 32 deep. \
+Limits: 1,024 bytes per expression, 4,096 per request, nesting 32 deep, a syntax tree 64 deep. Dates: years 0001 to 9999. \
 Examples: `self.total == self.subtotal + self.tax`; `self.lines.all(l, l.line_total == l.qty * l.unit_price)`; `date(self.due_date) > date(self.issue_date)`; `self.currency != 'EUR' || has(self.vat_id)`; `size(self.lines) >= 1 && self.discount <= 0.2 * self.subtotal`.";
 
 /// Longest expression, in bytes.
@@ -50,6 +50,8 @@ pub const MAX_NESTING: u16 = 32;
 pub(crate) const TICK: &str = "@tick";
 /// The function `matches` is routed to (the patterns compiled at check time).
 pub(crate) const MATCHES: &str = "@matches";
+/// Deepest syntax tree (macros add about three levels each).
+pub const MAX_TREE_DEPTH: usize = 64;
 /// Longest `matches` pattern, in bytes.
 pub const MAX_PATTERN_BYTES: usize = 256;
 
@@ -75,7 +77,9 @@ pub enum ExpressionError {
     Empty,
     #[error("does not parse at {0}")]
     Syntax(SourcePos),
-    #[error("nests deeper than {MAX_NESTING} levels")]
+    #[error(
+        "nests deeper than allowed ({MAX_NESTING} levels of parentheses and calls, a tree {MAX_TREE_DEPTH} deep)"
+    )]
     TooDeep,
     #[error("calls a function this service does not offer at {0}")]
     UnknownFunction(SourcePos),
@@ -192,12 +196,19 @@ impl Expression {
             });
             ExpressionError::Syntax(pos)
         })?;
+        // The parser's limit counts nested parentheses and arguments, not chains of operators
+        // or field selections (`a + b + c …`, `self.a.a.a …`): the tree's depth is bounded
+        // here, before anything walks it recursively.
+        let (depth, nodes) = tree_size(&parsed);
+        if depth > MAX_TREE_DEPTH {
+            return Err(ExpressionError::TooDeep);
+        }
         let locate = Locator::new(source, &info);
         let patterns = check::check(&parsed, &locate)?;
         let clauses = rewrite::clauses(&parsed, &locate);
         // The parsed tree and the rewritten clauses (a copy of it with a few nodes added), about
         // 200 bytes a node; a compiled pattern up to its size limit.
-        let held_bytes = (node_count(&parsed) as u64)
+        let held_bytes = (nodes as u64)
             .saturating_mul(2 * 200)
             .saturating_add(
                 (patterns.len() as u64).saturating_mul(check::PATTERN_SIZE_LIMIT as u64),
@@ -218,44 +229,53 @@ impl Expression {
     }
 }
 
-/// Nodes in a syntax tree.
-fn node_count(e: &IdedExpr) -> usize {
-    use cel::common::ast::{EntryExpr, Expr};
-    1 + match &e.expr {
-        Expr::Call(call) => {
-            call.target.as_deref().map_or(0, node_count)
-                + call.args.iter().map(node_count).sum::<usize>()
-        }
-        Expr::Comprehension(c) => [
-            &c.iter_range,
-            &c.accu_init,
-            &c.loop_cond,
-            &c.loop_step,
-            &c.result,
-        ]
-        .into_iter()
-        .map(node_count)
-        .sum(),
-        Expr::Select(s) => node_count(&s.operand),
-        Expr::List(l) => l.elements.iter().map(node_count).sum(),
-        Expr::Map(m) => m
-            .entries
-            .iter()
-            .map(|entry| match &entry.expr {
-                EntryExpr::MapEntry(me) => node_count(&me.key) + node_count(&me.value),
-                EntryExpr::StructField(f) => node_count(&f.value),
-            })
-            .sum(),
-        Expr::Struct(s) => s
-            .entries
-            .iter()
-            .map(|entry| match &entry.expr {
-                EntryExpr::MapEntry(me) => node_count(&me.key) + node_count(&me.value),
-                EntryExpr::StructField(f) => node_count(&f.value),
-            })
-            .sum(),
-        _ => 0,
+/// A map or struct entry's children.
+fn entry_children(entry: &cel::common::ast::IdedEntryExpr) -> Vec<&IdedExpr> {
+    use cel::common::ast::EntryExpr;
+    match &entry.expr {
+        EntryExpr::MapEntry(me) => vec![&me.key, &me.value],
+        EntryExpr::StructField(f) => vec![&f.value],
     }
+}
+
+/// A node's children.
+fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
+    use cel::common::ast::Expr;
+    match &e.expr {
+        Expr::Call(call) => call
+            .target
+            .as_deref()
+            .into_iter()
+            .chain(call.args.iter())
+            .collect(),
+        Expr::Comprehension(c) => {
+            vec![
+                &c.iter_range,
+                &c.accu_init,
+                &c.loop_cond,
+                &c.loop_step,
+                &c.result,
+            ]
+        }
+        Expr::Select(s) => vec![&s.operand],
+        Expr::List(l) => l.elements.iter().collect(),
+        Expr::Map(m) => m.entries.iter().flat_map(entry_children).collect(),
+        Expr::Struct(s) => s.entries.iter().flat_map(entry_children).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The depth of a syntax tree and its nodes, found without recursion (its depth is not known
+/// yet).
+fn tree_size(root: &IdedExpr) -> (usize, usize) {
+    let (mut deepest, mut nodes) = (0, 0);
+    let mut stack = vec![(root, 1usize)];
+    while let Some((e, depth)) = stack.pop() {
+        deepest = deepest.max(depth);
+        nodes += 1;
+        stack.extend(children(e).into_iter().map(|c| (c, depth + 1)));
+    }
+    (deepest, nodes)
 }
 
 /// Finds the line and column of a syntax-tree node.
@@ -279,10 +299,15 @@ impl<'a> Locator<'a> {
         self.info.offset_for(id).map(|(start, _)| start)
     }
 
-    /// Line and column of a character offset.
+    /// Line and column (in characters) of a byte offset (the parser's offsets are bytes).
     pub(crate) fn pos_at(&self, start: u32) -> SourcePos {
         let (mut line, mut column) = (1u32, 1u32);
-        for c in self.source.chars().take(start as usize) {
+        let before = self
+            .source
+            .char_indices()
+            .take_while(|(i, _)| *i < start as usize)
+            .map(|(_, c)| c);
+        for c in before {
             if c == '\n' {
                 line += 1;
                 column = 1;

@@ -45,11 +45,17 @@ fn units_of(output: &Shape) -> u64 {
 pub fn estimate(
     expr: &Expression,
     output: &serde_json::Value,
-    _shape: &Shape,
+    shape: &Shape,
     source_len: usize,
 ) -> ExpressionCost {
     let mut pricer = Pricer {
         output,
+        whole: shape,
+        whole_units: units_of(shape),
+        work_left: shape
+            .values
+            .saturating_mul(PRICER_WORK_PER_VALUE)
+            .saturating_add(PRICER_WORK_FLOOR),
         resolved: HashMap::new(),
         scope: Vec::new(),
         patterns: &expr.patterns,
@@ -128,8 +134,17 @@ struct Walked {
     cost: Cost,
 }
 
+/// Output values the pricer may visit resolving paths, per value of the output (and a floor).
+pub const PRICER_WORK_PER_VALUE: u64 = 8;
+const PRICER_WORK_FLOOR: u64 = 10_000;
+
 struct Pricer<'p> {
     output: &'p serde_json::Value,
+    /// The output's shape, and its units: the bound of any value in it.
+    whole: &'p Shape,
+    whole_units: u64,
+    /// Visits left for resolving paths.
+    work_left: u64,
     /// Path patterns already resolved: (most elements, most units) of the values there.
     resolved: HashMap<Vec<Step>, (u64, u64)>,
     /// Bound variables: name, bound, whether it is an accumulator a `map`/`filter` appends to.
@@ -142,11 +157,13 @@ fn mul(a: u64, b: u64) -> u64 {
     a.saturating_mul(b)
 }
 
-/// Units of a value: one per value, one per string or key byte.
-fn units(v: &serde_json::Value) -> u64 {
+/// Units of a value: one per value, one per string or key byte; `None` when counting them
+/// would visit more than `work_left` values (which is charged for what was visited).
+fn units(v: &serde_json::Value, work_left: &mut u64) -> Option<u64> {
     let mut n = 0u64;
     let mut stack = vec![v];
     while let Some(v) = stack.pop() {
+        *work_left = work_left.checked_sub(1)?;
         n = n.saturating_add(1);
         match v {
             serde_json::Value::String(s) => n = n.saturating_add(s.len() as u64),
@@ -160,7 +177,7 @@ fn units(v: &serde_json::Value) -> u64 {
             _ => {}
         }
     }
-    n
+    Some(n)
 }
 
 fn len_of(v: &serde_json::Value) -> u64 {
@@ -174,46 +191,57 @@ fn len_of(v: &serde_json::Value) -> u64 {
 
 impl Pricer<'_> {
     /// The value read at `path` in the output: the most elements and units of any value there.
+    /// Resolving paths is work done before the price is known, so it is capped
+    /// ([`PRICER_WORK_PER_VALUE`] visits per output value); past the cap a path is bounded by
+    /// the whole output, which is coarser but still an upper bound.
     fn at_path(&mut self, path: Vec<Step>) -> Abs {
-        let (len, units_max) = match self.resolved.get(&path) {
-            Some(found) => *found,
+        let found = match self.resolved.get(&path) {
+            Some(found) => Some(*found),
             None => {
-                let mut current = vec![self.output];
-                // A macro over a map iterates its keys: they bound its elements too.
-                let mut longest_key = 0u64;
-                for step in &path {
-                    let mut next = Vec::new();
-                    longest_key = 0;
-                    for v in current {
-                        match (step, v) {
-                            (Step::Key(k), serde_json::Value::Object(map)) => {
-                                next.extend(map.get(k))
-                            }
-                            (Step::Any, serde_json::Value::Object(map)) => {
-                                longest_key =
-                                    map.keys().fold(longest_key, |m, k| m.max(k.len() as u64));
-                                next.extend(map.values());
-                            }
-                            (Step::Any, serde_json::Value::Array(items)) => next.extend(items),
-                            _ => {}
-                        }
-                    }
-                    current = next;
+                let found = self.resolve(&path);
+                if let Some(found) = found {
+                    self.resolved.insert(path.clone(), found);
                 }
-                let found = current.iter().fold(
-                    (longest_key.max(1), longest_key.saturating_add(1)),
-                    |(l, u), v| (l.max(len_of(v)), u.max(units(v))),
-                );
-                self.resolved.insert(path.clone(), found);
                 found
             }
         };
+        let (len, units_max) = found.unwrap_or((self.whole.values, self.whole_units));
         Abs {
             len,
             units: units_max,
             path: Some(path),
             elem: None,
         }
+    }
+
+    /// Walk `path` in the output within the work left: (most elements, most units) there.
+    fn resolve(&mut self, path: &[Step]) -> Option<(u64, u64)> {
+        let mut current = vec![self.output];
+        // A macro over a map iterates its keys: they bound its elements too.
+        let mut longest_key = 0u64;
+        for step in path {
+            let mut next = Vec::new();
+            longest_key = 0;
+            for v in current {
+                self.work_left = self.work_left.checked_sub(1)?;
+                match (step, v) {
+                    (Step::Key(k), serde_json::Value::Object(map)) => next.extend(map.get(k)),
+                    (Step::Any, serde_json::Value::Object(map)) => {
+                        longest_key = map.keys().fold(longest_key, |m, k| m.max(k.len() as u64));
+                        next.extend(map.values());
+                    }
+                    (Step::Any, serde_json::Value::Array(items)) => next.extend(items),
+                    _ => {}
+                }
+            }
+            current = next;
+        }
+        let mut found = (longest_key.max(1), longest_key.saturating_add(1));
+        for v in current {
+            let u = units(v, &mut self.work_left)?;
+            found = (found.0.max(len_of(v)), found.1.max(u));
+        }
+        Some(found)
     }
 
     /// The bound of an element (or member value) of `container`.
@@ -307,7 +335,10 @@ impl Pricer<'_> {
                         path: None,
                         elem: elem.map(Box::new),
                     },
-                    cost: total.plus(node(0, mul(units, c::EXPR_BYTES_PER_UNIT))),
+                    cost: total.plus(node(
+                        mul(units, c::EXPR_COPY_NS_PER_UNIT),
+                        mul(units, c::EXPR_BYTES_PER_UNIT),
+                    )),
                 }
             }
             Expr::Map(map) => {
@@ -371,26 +402,27 @@ impl Pricer<'_> {
         if let Some(v2) = &comp.iter_var2 {
             self.scope.push((v2.clone(), item.clone(), false));
         }
-        let steps_before = self.steps;
-        let first = self.walk(&comp.loop_step, 1);
-        self.steps = steps_before;
+        // The step is walked once, with the accumulator as it starts: the macros' steps only
+        // fold a boolean or count into it, or append to it (priced per element appended), so
+        // no step's cost depends on how large it has grown. Walking it twice would price nested
+        // comprehensions in 2^depth walks.
+        let cond = self.walk(&comp.loop_cond, inner);
+        let step = self.walk(&comp.loop_step, inner);
         // A step that makes the accumulator larger (a map's or filter's append) may do so on
         // every one of the n steps; one that does not (all, exists) leaves it as large as one
         // step makes it.
-        let grown = first.abs.units.saturating_sub(init.abs.units);
+        let grown = step.abs.units.saturating_sub(init.abs.units);
         let accu = Abs {
             len: init.abs.len.saturating_add(if grown > 0 { n } else { 0 }),
             units: init
                 .abs
                 .units
-                .max(first.abs.units)
+                .max(step.abs.units)
                 .saturating_add(mul(n, grown)),
             path: None,
-            elem: first.abs.elem.clone(),
+            elem: step.abs.elem.clone(),
         };
         self.scope[accu_at].1 = accu.clone();
-        let cond = self.walk(&comp.loop_cond, inner);
-        let step = self.walk(&comp.loop_step, inner);
         let result = self.walk(&comp.result, times);
         self.scope.truncate(accu_at);
         // Each step binds a copy of its element (the interpreter clones it), and the range
@@ -511,8 +543,10 @@ impl Pricer<'_> {
                     .saturating_add(mul(first.units, per_byte));
                 (Abs::scalar(), ns, 0)
             }
-            "string" => {
-                let n = first.units.max(32);
+            // A conversion to text or bytes is as long as what it converts (a number or a
+            // timestamp prints in at most 40 bytes).
+            "string" | "bytes" => {
+                let n = first.units.max(40);
                 let (ns, bytes) = copy(n);
                 (Abs::sized(n, n), c::EXPR_CALL_NS.saturating_add(ns), bytes)
             }

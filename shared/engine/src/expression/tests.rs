@@ -276,3 +276,89 @@ fn the_same_text_and_tolerance_is_compiled_once() {
     );
     assert!(super::cache::compiled("self.x +", 1e-9).is_err());
 }
+
+#[test]
+fn nested_comprehensions_are_priced_in_one_walk() {
+    // Twelve nested all(): walking each step twice would take 2^12 walks of the innermost.
+    let mut source = "true".to_owned();
+    for depth in (0..12).rev() {
+        let var = format!("v{depth}");
+        let range = if depth == 0 {
+            "self.a".to_owned()
+        } else {
+            format!("v{}", depth - 1)
+        };
+        source = format!("{range}.all({var}, {source})");
+    }
+    let expr = Expression::compile(&source, 1e-9).expect("compiles");
+    let output = json!({"a": []});
+    let priced = estimate(&expr, &output, &Shape::of(&output), source.len());
+    assert!(priced.cost.cpu_ns > 0);
+}
+
+#[test]
+fn chains_deeper_than_the_tree_limit_are_refused() {
+    let fields = format!("self{} == 1.0", ".a".repeat(200));
+    assert_eq!(refused(&fields), ExpressionError::TooDeep);
+    let sum = format!("{} > 0.0", vec!["self.x"; 100].join(" + "));
+    assert_eq!(refused(&sum), ExpressionError::TooDeep);
+    // An ordinary long sum is fine.
+    assert!(
+        Expression::compile(&format!("{} > 0.0", vec!["self.x"; 20].join(" + ")), 1e-9).is_ok()
+    );
+}
+
+#[test]
+fn dates_beyond_year_9999_are_invalid_not_a_crash() {
+    let out = outcomes(
+        "date(self.due) + duration('24h') > date(self.issue)",
+        json!({"due": "+262143-12-31", "issue": "2026-01-01"}),
+    );
+    assert_eq!(out, vec![ClauseOutcome::Error(Failure::BadTime)]);
+    assert!(holds(
+        "date(self.due) + duration('24h') > date(self.issue)",
+        json!({"due": "2026-01-01", "issue": "2026-01-01T12:00:00Z"})
+    ));
+}
+
+#[test]
+fn infinity_equals_only_itself() {
+    assert!(!holds(
+        "self.paid / self.total <= 1.0",
+        json!({"paid": 5, "total": 0})
+    ));
+    assert!(!holds("1.0 / self.z == 5.0", json!({"z": 0})));
+    assert!(holds("1.0 / self.z == 2.0 / self.z", json!({"z": 0})));
+}
+
+#[test]
+fn bytes_and_strings_made_from_the_output_keep_its_size() {
+    let small = json!({"s": "x"});
+    let large = json!({"s": "x".repeat(50_000)});
+    let source = "[bytes(self.s)].all(b, size(b + b + b + b) > 0)";
+    let expr = Expression::compile(source, 1e-9).expect("ok");
+    let a = estimate(&expr, &small, &Shape::of(&small), source.len());
+    let b = estimate(&expr, &large, &Shape::of(&large), source.len());
+    assert!(b.cost.cpu_ns > 100 * a.cost.cpu_ns, "{a:?} {b:?}");
+}
+
+#[test]
+fn columns_count_characters_not_bytes() {
+    let expr = Expression::compile("self.cur == '€' && self.total > 0.0", 1e-9).expect("ok");
+    let output = json!({"cur": "€", "total": 0});
+    let out = run(
+        &expr,
+        &Subject::of(&output),
+        RunBudget {
+            steps: 10,
+            cpu_ns: u64::MAX,
+        },
+    );
+    assert_eq!(
+        out[1].pos,
+        SourcePos {
+            line: 1,
+            column: 20
+        }
+    );
+}
