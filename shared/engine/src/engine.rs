@@ -453,13 +453,14 @@ impl Engine {
         }
         if !req.expressions.is_empty() {
             let subject = Subject::of(output);
-            let shape = Shape::of(output);
+            // Priced already (the price is kept on the rule); measured only if not.
+            let shape = std::cell::OnceCell::new();
             for rule in &req.expressions {
+                let priced = rule.price(output, || *shape.get_or_init(|| Shape::of(output)));
                 let (finding, tally) = expressions::check_expression(
                     rule,
                     &subject,
-                    output,
-                    &shape,
+                    priced,
                     meter.budget().cpu_ns,
                     req.enforce_rules,
                 );

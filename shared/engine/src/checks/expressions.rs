@@ -5,10 +5,9 @@
 
 use super::tally::Tally;
 use super::{Finding, Severity};
-use crate::cost::size::Shape;
 use crate::expression::ExpressionRule;
 use crate::expression::eval::{self, ClauseOutcome, RunBudget, Subject};
-use crate::expression::price;
+use crate::expression::price::ExpressionCost;
 
 /// How far past its estimate an expression's run may go before it is stopped.
 const RUN_MARGIN: u64 = 8;
@@ -18,16 +17,15 @@ const RUN_FLOOR_NS: u64 = 2_000_000;
 /// The check name findings carry.
 pub const CHECK: &str = "consistency:expression";
 
-/// Run one expression rule: its finding (`None` when it holds) and its checks.
+/// Run one expression rule, priced at `priced`, under at most `cpu_ns`: its finding (`None`
+/// when it holds) and its checks.
 pub fn check_expression(
     rule: &ExpressionRule,
     subject: &Subject,
-    output: &serde_json::Value,
-    shape: &Shape,
+    priced: ExpressionCost,
     cpu_ns: u64,
     enforce: bool,
 ) -> (Option<Finding>, Tally) {
-    let priced = price::estimate(&rule.expression, output, shape, rule.source_len);
     let results = eval::run(
         &rule.expression,
         subject,

@@ -136,12 +136,7 @@ fn charge_expressions(
     }
     meter.charge(Part::Rules, price::subject_cost(&shape.output))?;
     for rule in &req.expressions {
-        let priced = price::estimate(
-            &rule.expression,
-            &req.submitted_output,
-            &shape.output,
-            rule.source_len,
-        );
+        let priced = rule.price(&req.submitted_output, || shape.output);
         meter.charge(Part::Rules, Cost::cpu(priced.cost.cpu_ns))?;
         meter.charge_transient(Part::Rules, priced.cost.mem_bytes)?;
     }

@@ -445,10 +445,8 @@ impl Checker<'_, '_> {
         let modulo = op == operators::MODULO;
         let plus = op == operators::ADD;
         let minus = op == operators::SUBSTRACT;
-        if modulo
-            && (a.can_be(Ty::Double) && !a.known() || b.can_be(Ty::Double) && !b.known())
-            && (a == Ty::Json || b == Ty::Json)
-        {
+        // A number from the output is a double, and % takes ints.
+        if modulo && (a == Ty::Json || b == Ty::Json) {
             return Err(self.type_error(
                 e,
                 "% takes ints and numbers in the output are doubles: convert with int()",

@@ -239,7 +239,7 @@ fn entry_children(entry: &cel::common::ast::IdedEntryExpr) -> Vec<&IdedExpr> {
 }
 
 /// A node's children.
-fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
+pub(crate) fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
     use cel::common::ast::Expr;
     match &e.expr {
         Expr::Call(call) => call

@@ -86,17 +86,10 @@ fn start_of(e: &IdedExpr, at: &Locator<'_>) -> u32 {
         }
         _ => own,
     };
-    let children: Vec<&IdedExpr> = match &e.expr {
-        Expr::Call(call) => call
-            .target
-            .as_deref()
-            .into_iter()
-            .chain(call.args.iter())
-            .collect(),
-        Expr::Select(s) => vec![&s.operand],
+    // A macro's own nodes (its accumulator, its loop) sit at or after its range.
+    let children = match &e.expr {
         Expr::Comprehension(c) => vec![&c.iter_range],
-        Expr::List(l) => l.elements.iter().collect(),
-        _ => Vec::new(),
+        _ => super::children(e),
     };
     children
         .into_iter()

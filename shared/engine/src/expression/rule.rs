@@ -1,11 +1,13 @@
 //! The rule object of type `expression`: `{"type": "expression", "rule": "<CEL>",
 //! "tolerance": 0.005}`, read strictly like the other rules.
 
+use super::price::ExpressionCost;
 use super::{Expression, MAX_EXPRESSION_BYTES_PER_REQUEST};
+use crate::cost::size::Shape;
 use crate::problem::FieldProblem;
 use crate::request::DEFAULT_TOLERANCE;
 use serde_json::{Map, Value};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The keys an expression rule may have.
 pub const EXPRESSION_RULE_KEYS: &[&str] = &["type", "rule", "tolerance"];
@@ -18,9 +20,18 @@ pub struct ExpressionRule {
     /// Bytes of its text.
     pub source_len: usize,
     pub expression: Arc<Expression>,
+    /// Its price over the request's output, estimated once for pricing and the run.
+    priced: OnceLock<ExpressionCost>,
 }
 
 impl ExpressionRule {
+    /// Its price over `output` (whose shape `shape` gives), estimated on the first call.
+    pub fn price(&self, output: &Value, shape: impl FnOnce() -> Shape) -> ExpressionCost {
+        *self.priced.get_or_init(|| {
+            super::price::estimate(&self.expression, output, &shape(), self.source_len)
+        })
+    }
+
     /// Its name in findings and errors: `rules[3]`.
     pub fn name(&self) -> String {
         format!("rules[{}]", self.index)
@@ -100,6 +111,7 @@ pub fn parse(
             index,
             source_len: source.len(),
             expression,
+            priced: OnceLock::new(),
         }),
         Ok(_) => None,
         Err(e) => {
