@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 /// store drops it once claims are made on a later day still).
 pub const ALLOWANCE_KEEP_DAYS: i64 = 2;
 
+/// The newest outcomes of an agent a store must keep for its history (what `/reputation`
+/// lists); older ones may be dropped while the counts stay.
+pub const RECENT_OUTCOMES_KEPT: usize = 20;
+
 /// One verification's outcome, as an agent's history keeps it (no task content).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Outcome {

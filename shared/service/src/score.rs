@@ -18,7 +18,7 @@ use verifier_receipt::timestamp::rfc3339_micros;
 /// The description paid score lookups carry in PaymentRequired.
 pub const DESCRIPTION: &str = "Signed trust score of an agent from its verification history";
 /// Outcomes `/reputation` lists, newest first.
-pub const RECENT_OUTCOMES: usize = 20;
+pub const RECENT_OUTCOMES: usize = verifier_ports::store::RECENT_OUTCOMES_KEPT;
 
 /// How the score was computed.
 #[derive(Debug, Clone, Serialize, ToSchema)]

@@ -4,10 +4,12 @@
 //! Items:
 //! - `ALLOW#<client>#<day>` / `ALLOW`: `used` (N), `expires_at` (TTL, two days after the day);
 //! - `AGENT#<id>` / `STATS`: `passes`, `fails`, `paid`, `checks` (N), `first_seen`,
-//!   `last_seen` (S);
-//! - `AGENT#<id>` / `OUT#<verified_at>#<verification_id>`: one outcome (`result`,
-//!   `verified_at`, `verification_id`, `paid` (BOOL), `checks` (N)); newest first by the sort
-//!   key;
+//!   `last_seen` (S), and `recent`: the agent's newest outcomes, oldest first, 26–35 bytes
+//!   each (`recent.rs`, `outcomes.rs`), so one update counts and keeps an outcome;
+//! - `AGENT#<id>` / `OUT#<verified_at>#<verification_id>`: an outcome as versions before the
+//!   `recent` list wrote it (`result`, `verified_at`, `verification_id`, `paid` (BOOL),
+//!   `checks` (N)); still read, no longer written;
+//! - `DELIV#<hash>` / `DELIV`: a signed deliverable's once-only marker;
 //! - `PAY#<network>#<payer>#<nonce-or-tx>` / `PAY`: a claimed payment, `state` (`claimed`,
 //!   `settling`, `settled`; none on rows older than payment states: settled), `expires_at`
 //!   (TTL);
@@ -17,8 +19,9 @@
 //! A free verification is two round trips ([`Store::claims_before_work`]): before the work,
 //! the client's conditional `UpdateItem` (`used < limit`, answering the new count; once per
 //! [`LEASE_UNITS`] calls one more for a block of the budget); after it, one
-//! `TransactWriteItems` of the agent's counters and its outcome (and a signed deliverable's
-//! once-only marker), which commit together or not at all. A claim whose answer is not given
+//! conditional `UpdateItem` of the agent's item, counting the outcome and keeping it (one
+//! in eight per agent is followed by a trim of its list); a signed deliverable's outcome and
+//! once-only marker go in one `TransactWriteItems`. A claim whose answer is not given
 //! is handed back (`used - 1`). `claim_free_within` with an outcome keeps the one-step form
 //! (allowance, budget, counters and outcome in one transaction) for callers that want it.
 //! Throttling and transient errors are retried by the SDK with backoff; transaction
@@ -29,6 +32,8 @@
 
 mod lease;
 mod operator;
+mod outcomes;
+mod recent;
 
 pub use lease::LEASE_UNITS;
 
@@ -36,7 +41,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, Put,
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
     ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TimeToLiveSpecification,
     TransactWriteItem, Update,
 };
@@ -61,7 +66,7 @@ pub struct DynamoStore {
     lease: Arc<BudgetLease>,
     /// Held while the lease is refilled: one block claim at a time.
     refill: Arc<tokio::sync::Mutex<()>>,
-    /// Outcome items expire (the table's TTL) this long after their verification; none: kept.
+    /// Outcomes are dropped this long after their verification; none: kept.
     outcome_retention: Option<i64>,
 }
 
@@ -83,6 +88,9 @@ fn num(item: &HashMap<String, AttributeValue>, key: &str) -> u64 {
 fn text(item: &HashMap<String, AttributeValue>, key: &str) -> Option<String> {
     item.get(key).and_then(|v| v.as_s().ok()).cloned()
 }
+
+/// A cancelled transaction's reasons, item by item: the code and (where asked) the old item.
+type Reasons = Vec<(String, HashMap<String, AttributeValue>)>;
 
 fn backend<E: std::fmt::Display>(e: E) -> StoreError {
     StoreError::Backend(e.to_string())
@@ -160,13 +168,6 @@ fn agent_key(agent: &str) -> String {
     format!("AGENT#{agent}")
 }
 
-/// An RFC 3339 time as unix seconds (now when it does not parse).
-fn unix_seconds(at: &str) -> i64 {
-    time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339)
-        .unwrap_or_else(|_| time::OffsetDateTime::now_utc())
-        .unix_timestamp()
-}
-
 /// Unix seconds at the end of the kept period of a `YYYY-MM-DD` day.
 fn allowance_expiry(day: &str) -> i64 {
     let parsed = time::Date::parse(
@@ -230,9 +231,10 @@ impl DynamoStore {
         }
     }
 
-    /// Outcome items written from now on expire `days` after their verification (DynamoDB's
-    /// TTL deletes them, typically within a few days of that time); the agent's counters stay.
-    /// 0: kept for good (the default).
+    /// Outcomes are dropped `days` after their verification: a history no longer lists them,
+    /// and the agent's next write removes them from its item (rows of earlier versions carry
+    /// `expires_at`, which the table's TTL deletes); the agent's counters stay. 0: kept for
+    /// good (the default).
     pub fn with_outcome_retention(mut self, days: u32) -> Self {
         self.outcome_retention = (days > 0).then_some(i64::from(days) * 86_400);
         self
@@ -444,7 +446,6 @@ impl DynamoStore {
         applied(result, update_condition_failed).map(|_| ())
     }
 
-    /// The counters update and the outcome item of one verification.
     /// The free allowance alone: the same conditional update, on its own.
     async fn claim_allowance(&self, update: Update, limit: u64) -> Result<FreeClaim, StoreError> {
         let result = self.update_alone(&update).await;
@@ -464,71 +465,9 @@ impl DynamoStore {
         }
     }
 
-    /// The items recording an outcome: the agent's counts, the outcome row and, for a signed
-    /// deliverable, its once-only marker (the third item).
-    fn outcome_items(&self, o: &Outcome) -> Result<Vec<TransactWriteItem>, StoreError> {
-        let counter = if o.passed() { "passes" } else { "fails" };
-        let stats = Update::builder()
-            .table_name(&self.table)
-            .key("pk", s(agent_key(&o.agent_id)))
-            .key("sk", s("STATS"))
-            .update_expression(
-                "ADD #c :one, #paid :paid, #checks :checks \
-                 SET #first = if_not_exists(#first, :at), #last = :at",
-            )
-            .expression_attribute_names("#c", counter)
-            .expression_attribute_names("#paid", "paid")
-            .expression_attribute_names("#checks", "checks")
-            .expression_attribute_values(":paid", n(u64::from(o.paid)))
-            .expression_attribute_values(":checks", n(o.checks))
-            .expression_attribute_names("#first", "first_seen")
-            .expression_attribute_names("#last", "last_seen")
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":at", s(&o.verified_at))
-            .build()
-            .map_err(backend)?;
-        let item = Put::builder()
-            .table_name(&self.table)
-            .item("pk", s(agent_key(&o.agent_id)))
-            .item(
-                "sk",
-                s(format!("OUT#{}#{}", o.verified_at, o.verification_id)),
-            )
-            .item("result", s(&o.result))
-            .item("verified_at", s(&o.verified_at))
-            .item("verification_id", s(&o.verification_id))
-            .item("paid", AttributeValue::Bool(o.paid))
-            .item("checks", n(o.checks))
-            .condition_expression("attribute_not_exists(pk)");
-        let item = match self.outcome_retention {
-            Some(keep) => item.item("expires_at", n(unix_seconds(&o.verified_at) + keep)),
-            None => item,
-        }
-        .build()
-        .map_err(backend)?;
-        let mut items = vec![
-            TransactWriteItem::builder().update(stats).build(),
-            TransactWriteItem::builder().put(item).build(),
-        ];
-        if let Some(d) = &o.signed_deliverable {
-            let marker = Put::builder()
-                .table_name(&self.table)
-                .item("pk", s(format!("DELIV#{d}")))
-                .item("sk", s("DELIV"))
-                .condition_expression("attribute_not_exists(pk)")
-                .build()
-                .map_err(backend)?;
-            items.push(TransactWriteItem::builder().put(marker).build());
-        }
-        Ok(items)
-    }
-
     /// Run a transaction, retrying conflicts. `Ok(None)` when it committed;
     /// `Ok(Some(reasons))` when a condition failed (the cancellation reasons, item by item).
-    async fn transact(
-        &self,
-        items: Vec<TransactWriteItem>,
-    ) -> Result<Option<Vec<(String, HashMap<String, AttributeValue>)>>, StoreError> {
+    async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<Option<Reasons>, StoreError> {
         for attempt in 0..CONFLICT_ATTEMPTS {
             let token = uuid::Uuid::new_v4().to_string();
             let sent = self
@@ -602,8 +541,12 @@ impl Store for DynamoStore {
         }
         let first_outcome_item = counts.len();
         let mut items = counts.clone();
-        items.extend(self.outcome_items(&outcome)?);
-        let reasons = match self.transact(items).await? {
+        let entry = recent::encode(&outcome);
+        items.extend(self.outcome_items(&outcome, &entry)?);
+        let reasons = match self
+            .transact_outcome(items, first_outcome_item, &entry, &outcome.agent_id)
+            .await?
+        {
             // The signed deliverable was recorded before: the call is granted, its outcome
             // is not counted twice.
             Some(reasons) if deliverable_seen(&reasons, first_outcome_item) => {
@@ -671,7 +614,15 @@ impl Store for DynamoStore {
     }
 
     async fn record(&self, outcome: Outcome) -> Result<(), StoreError> {
-        match self.transact(self.outcome_items(&outcome)?).await? {
+        if outcome.signed_deliverable.is_none() {
+            return self.append_outcome(&outcome).await;
+        }
+        let entry = recent::encode(&outcome);
+        let items = self.outcome_items(&outcome, &entry)?;
+        match self
+            .transact_outcome(items, 0, &entry, &outcome.agent_id)
+            .await?
+        {
             None => Ok(()),
             Some(reasons) if deliverable_seen(&reasons, 0) => Ok(()),
             Some(reasons) => Err(StoreError::Backend(format!(
@@ -712,55 +663,7 @@ impl Store for DynamoStore {
     }
 
     async fn history(&self, agent_id: &str, recent: usize) -> Result<AgentHistory, StoreError> {
-        let stats = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("pk", s(agent_key(agent_id)))
-            .key("sk", s("STATS"))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(classify)?;
-        let Some(item) = stats.item else {
-            return Ok(AgentHistory::default());
-        };
-        let mut list = Vec::new();
-        if recent > 0 {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :out)")
-                .expression_attribute_values(":pk", s(agent_key(agent_id)))
-                .expression_attribute_values(":out", s("OUT#"))
-                .scan_index_forward(false)
-                .limit(i32::try_from(recent).unwrap_or(i32::MAX))
-                .consistent_read(true)
-                .send()
-                .await
-                .map_err(classify)?;
-            for o in out.items.unwrap_or_default() {
-                list.push(Outcome {
-                    agent_id: agent_id.to_owned(),
-                    verification_id: text(&o, "verification_id").unwrap_or_default(),
-                    result: text(&o, "result").unwrap_or_default(),
-                    verified_at: text(&o, "verified_at").unwrap_or_default(),
-                    signed_deliverable: None,
-                    paid: matches!(o.get("paid"), Some(AttributeValue::Bool(true))),
-                    checks: num(&o, "checks"),
-                });
-            }
-        }
-        Ok(AgentHistory {
-            passes: num(&item, "passes"),
-            fails: num(&item, "fails"),
-            paid: num(&item, "paid"),
-            checks: num(&item, "checks"),
-            first_seen: text(&item, "first_seen"),
-            last_seen: text(&item, "last_seen"),
-            recent: list,
-        })
+        self.read_history(agent_id, recent).await
     }
 
     async fn claim_payment(&self, key: &str, keep_until: i64) -> Result<bool, StoreError> {
@@ -858,11 +761,11 @@ impl Store for DynamoStore {
 }
 
 /// Whether a cancelled transaction failed only on a signed deliverable's once-only marker:
-/// `first` is the index of the outcome's first item (the marker is two after it).
+/// `first` is the index of the outcome's first item (the marker is the one after it).
 fn deliverable_seen(reasons: &[(String, HashMap<String, AttributeValue>)], first: usize) -> bool {
     reasons
         .iter()
         .enumerate()
-        .all(|(i, (code, _))| (code == "ConditionalCheckFailed") == (i == first + 2))
-        && reasons.len() > first + 2
+        .all(|(i, (code, _))| (code == "ConditionalCheckFailed") == (i == first + 1))
+        && reasons.len() > first + 1
 }

@@ -164,7 +164,8 @@ impl DynamoStore {
         Ok(list)
     }
 
-    /// Delete every item of the agent (its counters and outcomes), 25 at a time.
+    /// Delete every item of the agent (its counters and outcomes), 25 at a time; the number of
+    /// verifications its counts recorded.
     pub(super) async fn delete_agent(&self, agent_id: &str) -> Result<u64, StoreError> {
         let pk = super::agent_key(agent_id);
         let mut erased = 0;
@@ -175,7 +176,7 @@ impl DynamoStore {
                 .table_name(&self.table)
                 .key_condition_expression("pk = :pk")
                 .expression_attribute_values(":pk", s(&pk))
-                .projection_expression("pk, sk")
+                .projection_expression("pk, sk, passes, fails")
                 .limit(100)
                 .consistent_read(true)
                 .send()
@@ -185,16 +186,23 @@ impl DynamoStore {
             if keys.is_empty() {
                 return Ok(erased);
             }
+            // The verifications the agent's counts recorded (its outcomes, kept or not).
             erased += keys
                 .iter()
-                .filter(|k| text(k, "sk").is_some_and(|sk| sk.starts_with("OUT#")))
-                .count() as u64;
+                .filter(|k| text(k, "sk").as_deref() == Some("STATS"))
+                .map(|k| num(k, "passes") + num(k, "fails"))
+                .sum::<u64>();
             for chunk in keys.chunks(25) {
                 let mut requests: Vec<WriteRequest> = chunk
                     .iter()
-                    .map(|key| {
+                    .map(|item| {
+                        let key = item
+                            .iter()
+                            .filter(|(name, _)| *name == "pk" || *name == "sk")
+                            .map(|(name, v)| (name.clone(), v.clone()))
+                            .collect();
                         let delete = DeleteRequest::builder()
-                            .set_key(Some(key.clone()))
+                            .set_key(Some(key))
                             .build()
                             .map_err(backend)?;
                         Ok(WriteRequest::builder().delete_request(delete).build())
