@@ -9,8 +9,12 @@
 //! JSON-RPC error keeps its code and id but gets the standard message for its code and no `data`
 //! — except MCP's unsupported-protocol-version error, whose `data` the spec requires: it keeps
 //! the server's own `supported` list and the `requested` version only when that is a plain
-//! version token (see [`version_token`]).
+//! version token (see [`version_token`]). A `tools/call`'s object arguments go to the tool
+//! beside rmcp as the bytes received (the tool parses them as REST parses a body), and its
+//! answer comes back the same way ([`crate::handoff`]), so neither is parsed or written a
+//! second time.
 
+use crate::handoff::{self, Handoff};
 use axum::body::{Body, to_bytes};
 use axum::extract::Request;
 use axum::http::{StatusCode, header};
@@ -70,25 +74,33 @@ fn valid_id(id: &Value) -> bool {
     }
 }
 
-/// The refusal of a body that is not one well-formed JSON-RPC message, if it is not.
-fn refuse_message(bytes: &[u8]) -> Option<Response> {
+/// The message, or the refusal of a body that is not one well-formed JSON-RPC message.
+fn check_message(bytes: &[u8]) -> Result<Value, Response> {
     let message = match parse_strict_value(bytes) {
         Ok(message) => message,
         // A repeated key: which of its values was meant is unknowable (and the receipt hashes
         // what was sent), as on the REST routes.
         Err(JsonError::DuplicateKey { .. }) => {
-            return Some(rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32600));
+            return Err(rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32600));
         }
         Err(JsonError::Syntax { .. } | JsonError::Truncated) => {
-            return Some(rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32700));
+            return Err(rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32700));
         }
         // Numbers the strict parser refuses are the tool's to answer (naming the field).
         Err(_) => match serde_json::from_slice::<Value>(bytes) {
             Ok(message) => message,
-            Err(_) => return Some(rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32700)),
+            Err(_) => return Err(rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32700)),
         },
     };
-    let Value::Object(map) = &message else {
+    match refusal(&message) {
+        Some(refused) => Err(refused),
+        None => Ok(message),
+    }
+}
+
+/// The refusal of a parsed message that is not one well-formed JSON-RPC message, if it is not.
+fn refusal(message: &Value) -> Option<Response> {
+    let Value::Object(map) = message else {
         return Some(rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32600));
     };
     let id = map.get("id");
@@ -156,15 +168,20 @@ fn standard_error(bytes: &[u8]) -> Option<Vec<u8>> {
 /// are most answers, and kilobytes long). Any other layout answers `false`, and the caller
 /// scans the whole message.
 fn is_result(bytes: &[u8]) -> bool {
+    result_at(bytes).is_some()
+}
+
+/// Where the result of rmcp's answer starts (after `"result":`), read as [`is_result`] reads.
+fn result_at(bytes: &[u8]) -> Option<usize> {
     const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
-    let Some(rest) = bytes.strip_prefix(HEAD) else {
-        return false;
-    };
+    const RESULT: &[u8] = br#","result":"#;
+    let rest = bytes.strip_prefix(HEAD)?;
     let mut ids = serde_json::Deserializer::from_slice(rest).into_iter::<serde::de::IgnoredAny>();
-    match ids.next() {
-        Some(Ok(_)) => rest[ids.byte_offset()..].starts_with(br#","result":"#),
-        _ => false,
-    }
+    ids.next()?.ok()?;
+    let after_id = HEAD.len() + ids.byte_offset();
+    bytes[after_id..]
+        .starts_with(RESULT)
+        .then_some(after_id + RESULT.len())
 }
 
 /// MCP's "unsupported protocol version" error code.
@@ -227,16 +244,73 @@ pub async fn guard(req: Request, next: Next, config: &ServiceConfig) -> Response
     if !json_body {
         return respond::error(&ApiError::UnsupportedMediaType, config);
     }
-    if let Some(refused) = refuse_message(&bytes) {
-        return refused;
-    }
     parts
         .extensions
         .insert(verifier_service::ReceivedBytes(bytes.len()));
+    let Some(arguments) = handoff::arguments_of(&bytes) else {
+        if let Err(refused) = check_message(&bytes) {
+            return refused;
+        }
+        let answer = next
+            .run(Request::from_parts(parts, Body::from(bytes)))
+            .await;
+        return restate(answer, config).await;
+    };
+    let envelope = handoff::without_arguments(&bytes, arguments.clone());
+    let id = match check_message(&envelope) {
+        Ok(message) => message.get("id").cloned().unwrap_or(Value::Null),
+        Err(refused) => return refused,
+    };
+    let handoff = Handoff::with_arguments(bytes.slice(arguments));
+    parts.extensions.insert(handoff.clone());
+    parts
+        .headers
+        .insert(header::CONTENT_LENGTH, envelope.len().into());
     let answer = next
-        .run(Request::from_parts(parts, Body::from(bytes)))
+        .run(Request::from_parts(parts, Body::from(envelope)))
         .await;
-    restate(answer, config).await
+    if let Some(code) = handoff.take_refusal()
+        && ran(&answer)
+    {
+        return rpc_error(StatusCode::BAD_REQUEST, id, code);
+    }
+    match handoff.take_answer() {
+        Some(result) => answer_with(answer, &result, config).await,
+        None => restate(answer, config).await,
+    }
+}
+
+/// Whether rmcp's answer is the tool's (a 200 in JSON: rmcp's checks let the call run).
+fn ran(answer: &Response) -> bool {
+    answer.status() == StatusCode::OK
+        && answer
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.starts_with("application/json"))
+}
+
+/// rmcp's response with the tool's answer put in place of its marks ([`handoff::fill`]), when
+/// rmcp answered the call with a result (the tool ran: every check of rmcp's let it through);
+/// otherwise rmcp's answer, restated.
+async fn answer_with(answer: Response, result: &[u8], config: &ServiceConfig) -> Response {
+    if !ran(&answer) {
+        return restate(answer, config).await;
+    }
+    let (mut parts, body) = answer.into_parts();
+    let Ok(bytes) = to_bytes(body, MAX_ANSWER_BYTES).await else {
+        return respond::error(&ApiError::Internal, config);
+    };
+    let filled = result_at(&bytes).and_then(|at| {
+        handoff::fill(&bytes, at, result).or_else(|| handoff::fill_parsed(&bytes, result))
+    });
+    let Some(filled) = filled else {
+        // rmcp answered an error after the tool ran (it never does).
+        tracing::error!("the MCP answer had no place for the tool's result");
+        return restate(Response::from_parts(parts, Body::from(bytes)), config).await;
+    };
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(filled))
 }
 
 /// rmcp's answer, in our shapes.
@@ -313,20 +387,20 @@ mod tests {
                 400,
             ),
         ] {
-            let r = refuse_message(body).expect("refused");
+            let r = check_message(body).expect_err("refused");
             assert_eq!(code_of(&r), status);
         }
         let long_id = format!(
             "{{\"jsonrpc\":\"2.0\",\"id\":\"{}\",\"method\":\"ping\"}}",
             "x".repeat(200)
         );
-        assert!(refuse_message(long_id.as_bytes()).is_some());
+        assert!(check_message(long_id.as_bytes()).is_err());
         for ok in [
             &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}"[..],
             b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"tools/list\"}",
             b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
         ] {
-            assert!(refuse_message(ok).is_none());
+            assert!(check_message(ok).is_ok());
         }
     }
 

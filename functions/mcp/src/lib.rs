@@ -5,6 +5,7 @@
 //! allowance by client address, and are paid through the x402 tool-result binding.
 
 pub mod guard;
+mod handoff;
 mod reply;
 mod server;
 mod tools;

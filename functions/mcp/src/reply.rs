@@ -3,6 +3,7 @@
 //! `structuredContent` and `content[0].text`, the `free_trial` in `_meta`), errors in the
 //! service's one error shape.
 
+use crate::handoff::{Handoff, STRUCTURED_MARK, TEXT_MARK};
 use rmcp::model::{CallToolResult, ContentBlock, MetaObject};
 use serde_json::{Map, Value, json};
 use verifier_service::config::ServiceConfig;
@@ -26,14 +27,15 @@ pub fn error(e: &ApiError, config: &ServiceConfig) -> CallToolResult {
     CallToolResult::structured_error(serde_json::to_value(e.body(config)).unwrap_or_default())
 }
 
-/// The tool result of a reply.
-pub fn tool_result(reply: Reply, config: &ServiceConfig) -> CallToolResult {
+/// The tool result of a reply. With a [`Handoff`] an answer's JSON is kept there and the
+/// result holds marks in its place (see [`crate::handoff`]).
+pub fn tool_result(
+    reply: Reply,
+    config: &ServiceConfig,
+    handoff: Option<&Handoff>,
+) -> CallToolResult {
     match reply {
         Reply::Answer(answer) => {
-            let body: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
-            // The text mirror is the answer's own JSON text (as REST sends it), not the
-            // parsed value written out again.
-            let text = String::from_utf8(answer.body).unwrap_or_else(|_| body.to_string());
             let mut extra = Map::new();
             match answer.billing {
                 Billing::Free {
@@ -54,6 +56,17 @@ pub fn tool_result(reply: Reply, config: &ServiceConfig) -> CallToolResult {
                 }
                 Billing::NotCharged => {}
             }
+            if let Some(handoff) = handoff {
+                handoff.put_answer(answer.body);
+                let mut result = CallToolResult::structured(Value::Null);
+                result.content = vec![ContentBlock::text(TEXT_MARK)];
+                result.structured_content = Some(Value::from(STRUCTURED_MARK));
+                return result.with_meta(meta(extra));
+            }
+            let body: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+            // The text mirror is the answer's own JSON text (as REST sends it), not the
+            // parsed value written out again.
+            let text = String::from_utf8(answer.body).unwrap_or_else(|_| body.to_string());
             let mut result = CallToolResult::structured(Value::Null);
             result.content = vec![ContentBlock::text(text)];
             result.structured_content = Some(body);

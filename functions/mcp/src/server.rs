@@ -1,7 +1,9 @@
 //! The MCP server handler: server info, `tools/list`, `tools/call`.
 
+use crate::handoff::Handoff;
 use crate::reply::{PAYMENT_KEY, error, tool_result};
 use crate::tools::{RECORD, VERIFY, tools};
+use axum::body::Bytes;
 use rmcp::ErrorData;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
@@ -9,18 +11,21 @@ use rmcp::model::{
     PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::sync::Arc;
 use verifier_engine::FieldProblem;
+use verifier_engine::json::{JsonError, parse_strict_value};
+use verifier_engine::problem::json_problem;
 use verifier_engine::request::VerifyRequest;
 use verifier_service::config::ServiceConfig;
 use verifier_service::errors::ApiError;
 use verifier_service::listings::Listing;
 use verifier_service::payments::PaymentInput;
 use verifier_service::score::{self, check_agent_id};
-use verifier_service::verify::{VerifyCall, verify};
+use verifier_service::telemetry::Transport;
+use verifier_service::verify::{BodyCall, VerifyCall, verify, verify_body};
 use verifier_service::{ClientAddr, ReceivedBytes};
-use verifier_service::{Resource, Services};
+use verifier_service::{Reply, Resource, Services};
 
 /// How long `tools/list` may be cached (2026-07-28 `ttlMs`): the tools change only with a
 /// new deployment.
@@ -53,6 +58,14 @@ fn received_bytes(ctx: &RequestContext<RoleServer>) -> Option<usize> {
         .get::<http::request::Parts>()
         .and_then(|p| p.extensions.get::<ReceivedBytes>())
         .map(|b| b.0)
+}
+
+/// The guard's [`Handoff`] of this call, if it made one.
+fn handoff_of(ctx: &RequestContext<RoleServer>) -> Option<Handoff> {
+    ctx.extensions
+        .get::<http::request::Parts>()
+        .and_then(|p| p.extensions.get::<Handoff>())
+        .cloned()
 }
 
 /// `params._meta["x402/payment"]` (rmcp hands the request `_meta` over in the context).
@@ -98,83 +111,151 @@ impl ServerHandler for VerifierMcp {
         mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let s = &self.services;
-        let config = &s.config;
+        let config = &self.services.config;
         let Some(client) = client_of(&context, config) else {
             tracing::error!("no client address on the MCP request; the edge must supply it");
             return Ok(error(&ApiError::Internal, config).into());
         };
         let payment = payment_of(&request, &context);
-        let arguments = Value::Object(request.arguments.take().unwrap_or_default());
-        let result = match request.name.as_ref() {
+        let handoff = handoff_of(&context);
+        let received = handoff.as_ref().and_then(Handoff::take_arguments);
+        let arguments = match &received {
+            Some(bytes) => Arguments::Received(bytes.clone()),
+            None => Arguments::Parsed(request.arguments.take().unwrap_or_default()),
+        };
+        // Boxed: rmcp moves the handler's future into the tasks it spawns per request, and a
+        // verification's state is kilobytes.
+        let reply = match request.name.as_ref() {
             VERIFY => {
-                // The bytes received (they hold the arguments); the re-serialized arguments
-                // only where no HTTP body was measured.
-                let body_len = received_bytes(&context).unwrap_or_else(|| {
+                let received = received_bytes(&context);
+                Box::pin(self.verify_tool(&client, &payment, arguments, received)).await
+            }
+            RECORD => Box::pin(self.record_tool(&client, &payment, arguments)).await,
+            _ => return Err(ErrorData::invalid_params("tool not found", None)),
+        };
+        if let (Some(handoff), Some(bytes), Reply::Error(ApiError::InvalidRequest(_))) =
+            (&handoff, &received, &reply)
+            && matches!(
+                parse_strict_value(bytes),
+                Err(JsonError::DuplicateKey { .. })
+            )
+        {
+            handoff.refuse(-32600);
+        }
+        Ok(tool_result(reply, config, handoff.as_ref()).into())
+    }
+}
+
+/// A tool call's arguments: as received (the guard's [`Handoff`]), or as rmcp parsed them
+/// (the handler called without the guard).
+enum Arguments {
+    Received(Bytes),
+    Parsed(Map<String, Value>),
+}
+
+impl VerifierMcp {
+    /// `verify_schema`: the REST verification of the arguments, its free size measured on the
+    /// whole message received.
+    async fn verify_tool(
+        &self,
+        client: &str,
+        payment: &PaymentInput,
+        arguments: Arguments,
+        received: Option<usize>,
+    ) -> Reply {
+        let s = &self.services;
+        let resource = Resource {
+            url: "mcp://tool/verify_schema".into(),
+            description: verifier_service::verify::DESCRIPTION,
+            listing: Listing::MCP_VERIFY,
+            path_param: None,
+        };
+        let too_large = ApiError::BodyTooLarge {
+            limit: s.config.hard_body_limit,
+        };
+        match arguments {
+            Arguments::Received(body) => {
+                let size = received.unwrap_or(body.len());
+                if size > s.config.hard_body_limit {
+                    return Reply::Error(too_large);
+                }
+                let call = BodyCall {
+                    client,
+                    size,
+                    transport: Transport::Mcp,
+                    body,
+                    payment,
+                    resource,
+                    share: None,
+                };
+                verify_body(s, call).await
+            }
+            Arguments::Parsed(map) => {
+                let arguments = Value::Object(map);
+                // The re-serialized arguments only where no HTTP body was measured.
+                let body_len = received.unwrap_or_else(|| {
                     serde_json::to_vec(&arguments).map_or(usize::MAX, |b| b.len())
                 });
-                if body_len > config.hard_body_limit {
-                    error(
-                        &ApiError::BodyTooLarge {
-                            limit: config.hard_body_limit,
-                        },
-                        config,
-                    )
-                } else {
-                    match VerifyRequest::from_value(arguments) {
-                        Err(e) => error(&ApiError::InvalidRequest(e.problems), config),
-                        Ok(req) => {
-                            let call = VerifyCall {
-                                client: &client,
-                                request: Arc::new(req),
-                                body_len,
-                                payment: &payment,
-                                resource: Resource {
-                                    url: "mcp://tool/verify_schema".into(),
-                                    description: verifier_service::verify::DESCRIPTION,
-                                    listing: Listing::MCP_VERIFY,
-                                    path_param: None,
-                                },
-                            };
-                            tool_result(verify(s, call).await, config)
-                        }
+                if body_len > s.config.hard_body_limit {
+                    return Reply::Error(too_large);
+                }
+                match VerifyRequest::from_value(arguments) {
+                    Err(e) => Reply::Error(ApiError::InvalidRequest(e.problems)),
+                    Ok(request) => {
+                        let call = VerifyCall {
+                            client,
+                            request: Arc::new(request),
+                            body_len,
+                            payment,
+                            resource,
+                        };
+                        verify(s, call).await
                     }
                 }
             }
-            RECORD => match arguments.as_object() {
-                Some(args)
-                    if args.len() == 1 && args.get("agent_id").is_some_and(Value::is_string) =>
-                {
-                    let agent_id = args.get("agent_id").and_then(Value::as_str).unwrap_or("");
-                    match check_agent_id(agent_id) {
-                        Err(e) => error(&e, config),
-                        Ok(()) => {
-                            let res = Resource {
-                                url: "mcp://tool/get_verification_record".into(),
-                                description: score::DESCRIPTION,
-                                listing: Listing::MCP_RECORD,
-                                path_param: None,
-                            };
-                            tool_result(
-                                score::score(s, &client, agent_id, &payment, res).await,
-                                config,
-                            )
-                        }
-                    }
+        }
+    }
+
+    /// `get_verification_record`: the signed score of `agent_id`, the only argument.
+    async fn record_tool(
+        &self,
+        client: &str,
+        payment: &PaymentInput,
+        arguments: Arguments,
+    ) -> Reply {
+        let s = &self.services;
+        let arguments = match arguments {
+            Arguments::Parsed(map) => map,
+            Arguments::Received(body) => match parse_strict_value(&body) {
+                Ok(Value::Object(map)) => map,
+                Ok(_) => Map::new(),
+                Err(e) => {
+                    return Reply::Error(ApiError::InvalidRequest(vec![json_problem(
+                        "arguments",
+                        e,
+                    )]));
                 }
-                _ => error(
-                    &invalid(
-                        "agent_id",
-                        "is required (a string) and must be the only argument",
-                        "Send {\"agent_id\": \"<1 to 200 characters>\"}.",
-                    ),
-                    config,
-                ),
             },
+        };
+        let agent_id = match arguments.get("agent_id") {
+            Some(Value::String(agent_id)) if arguments.len() == 1 => agent_id,
             _ => {
-                return Err(ErrorData::invalid_params("tool not found", None));
+                return Reply::Error(invalid(
+                    "agent_id",
+                    "is required (a string) and must be the only argument",
+                    "Send {\"agent_id\": \"<1 to 200 characters>\"}.",
+                ));
             }
         };
-        Ok(result.into())
+        if let Err(e) = check_agent_id(agent_id) {
+            return Reply::Error(e);
+        }
+        let resource = Resource {
+            url: "mcp://tool/get_verification_record".into(),
+            description: score::DESCRIPTION,
+            listing: Listing::MCP_RECORD,
+            path_param: None,
+        };
+        score::score(s, client, agent_id, payment, resource).await
     }
 }

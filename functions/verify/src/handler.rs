@@ -12,6 +12,7 @@ use std::sync::Arc;
 use verifier_service::errors::ApiError;
 use verifier_service::listings::Listing;
 use verifier_service::pricing::HEAVY_BODY_BYTES;
+use verifier_service::telemetry::Transport;
 use verifier_service::verify::{BodyCall, DESCRIPTION, probe, verify_body};
 use verifier_service::{Resource, Services};
 
@@ -92,6 +93,8 @@ async fn handle(State(s): State<Arc<Services>>, req: Request, path: &'static str
     let payment = payment_input(&parts.headers);
     let call = BodyCall {
         client: &client,
+        size: bytes.len(),
+        transport: Transport::Rest,
         body: bytes,
         payment: &payment,
         resource,

@@ -55,11 +55,17 @@ pub struct BodyCall<'a, 's> {
     pub resource: Resource,
     /// The client's share of the pool, taken before a large body was read.
     pub share: Option<Share<'s>>,
+    /// The size the free size limit is measured on: the body's over REST; over MCP, where the
+    /// body is a tool call's arguments, the whole message received.
+    pub size: usize,
+    /// Which transport the call came by (for the metrics).
+    pub transport: Transport,
 }
 
-/// Run a REST verification: parse the body (on a pool worker when it is large), then the call.
-/// A body over the free size limit without a payment is checked in place and answered with a
-/// 402 (or its 422) without building its output.
+/// Run a verification from its body (a REST body, or a tool call's arguments as received):
+/// parse it (on a pool worker when it is large), then the call. A call over the free size
+/// limit without a payment is checked in place and answered with a 402 (or its 422) without
+/// building its output.
 pub async fn verify_body<'s>(s: &'s Arc<Services>, call: BodyCall<'_, 's>) -> Reply {
     let slot = if call.body.len() > HEAVY_BODY_BYTES {
         let share = match call.share {
@@ -76,7 +82,7 @@ pub async fn verify_body<'s>(s: &'s Arc<Services>, call: BodyCall<'_, 's>) -> Re
     } else {
         None
     };
-    if !call.payment.is_present() && call.body.len() > s.config.free_body_limit {
+    if !call.payment.is_present() && call.size > s.config.free_body_limit {
         let (worker_s, body) = (s.clone(), call.body.clone());
         let checked = move || {
             let schema = worker_s
@@ -119,7 +125,7 @@ pub async fn verify_body<'s>(s: &'s Arc<Services>, call: BodyCall<'_, 's>) -> Re
         VerifyCall {
             client: call.client,
             request: request.clone(),
-            body_len: call.body.len(),
+            body_len: call.size,
             payment: call.payment,
             resource: call.resource,
         },
@@ -129,10 +135,10 @@ pub async fn verify_body<'s>(s: &'s Arc<Services>, call: BodyCall<'_, 's>) -> Re
     if matches!(reply, Reply::Answer(_)) {
         s.engine.remember_schema(&call.body, &request);
     }
-    counted(Transport::Rest, reply)
+    counted(call.transport, reply)
 }
 
-/// Run a verification call whose request is parsed already (MCP).
+/// Run a verification call whose request is parsed already (MCP without the guard's handoff).
 pub async fn verify(s: &Arc<Services>, call: VerifyCall<'_>) -> Reply {
     counted(Transport::Mcp, verify_in(s, call, None).await)
 }
