@@ -10,6 +10,8 @@ scripts/lambda-costs.sh, not by the test command (these are measurements, not as
   sharing this machine's two CPUs (what the test command's deployments do). Beside them, the
   init of the smallest `lambda_http` function (functions/common/examples/bare_lambda.rs), alone:
   the runtime's floor on this machine, in the same run.
+- The MCP function's `tools/call verify_schema` with verify's body: CPU per warm call and
+  durations, beside the REST verification (verify) in the same deployment.
 - DynamoDB round trips and capacity units per free verification, paid verification and score
   lookup, counted at a proxy between the functions and DynamoDB Local (operation from
   `X-Amz-Target`; units as on-demand bills them for items under 1 KB: a consistent read 1 RRU,
@@ -116,6 +118,14 @@ def call(stack, fn):
     assert r.status_code < 500, (fn, r.status_code, r.text[:200])
 
 
+def mcp_verify(stack):
+    """`tools/call verify_schema` with verify's body on the MCP function: a free verification."""
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "verify_schema", "arguments": SAMPLES["verify"][2]}}
+    r = httpx.post(stack.url + "/mcp", json=message, headers=MCP_HEADERS, timeout=60)
+    assert r.status_code == 200 and r.json()["result"].get("isError") is not True, r.text[:300]
+
+
 def ms(values):
     values = sorted(v * 1000 for v in values)
     return {"median_ms": round(statistics.median(values), 2), "p90_ms": round(values[max(int(len(values) * 0.9) - 1, 0)], 2),
@@ -188,8 +198,9 @@ def measure(cold_starts: int = 5, warm_calls: int = 200) -> dict:
                                 first_calls[fn].append(times.durations[fn][before])
                         if mode == "alone":
                             bare_inits.append(bare_init(stack, first_next))
-            # The allowance covers the warm calls and one counted free call, then 402s.
-            last = dict(overrides, FreeAllowancePerDay=warm_calls + 2)
+            # The allowance covers the warm calls (REST's and MCP's verifications) and one
+            # counted free call, then 402s.
+            last = dict(overrides, FreeAllowancePerDay=2 * warm_calls + 2)
             with Deployment(last, runtime_via=via) as stack:
                 for fn in SAMPLES:
                     call(stack, fn)  # the first invocation (cold) is not a warm one
@@ -217,6 +228,22 @@ def measure(cold_starts: int = 5, warm_calls: int = 200) -> dict:
                                       statistics.mean(times.durations[fn]) * 1000 - dynamo_ms[fn], 2)}
                              for fn in SAMPLES}
 
+                # The MCP function's tools/call verify_schema with verify's body, beside the
+                # REST verification above.
+                before = len(times.durations.get("mcp", []))
+                dynamo.reset()
+                mcp_pid = stack.procs["mcp"].pid
+                cpu_before = process_cpu_seconds(mcp_pid)
+                for _ in range(warm_calls):
+                    mcp_verify(stack)
+                mcp_durations = times.durations["mcp"][before:]
+                mcp_tools_call = {
+                    "warm": ms(mcp_durations),
+                    "warm_cpu_us_per_call": round((process_cpu_seconds(mcp_pid) - cpu_before) * 1e6 / warm_calls, 1),
+                    "warm_dynamodb_wait_ms_mean": round(dynamo.busy * 1000 / warm_calls, 2),
+                    "warm_excluding_dynamodb_ms_mean": round(
+                        statistics.mean(mcp_durations) * 1000 - dynamo.busy * 1000 / warm_calls, 2)}
+
                 def counted(request):
                     dynamo.reset()
                     request()
@@ -232,6 +259,7 @@ def measure(cold_starts: int = 5, warm_calls: int = 200) -> dict:
                 reputation = counted(lambda: httpx.get(stack.url + "/reputation/seller-units", timeout=60))
                 no_data = counted(lambda: httpx.get(stack.url + "/score/never-seen-agent", timeout=60))
                 return {"functions": functions,
+                        "mcp_tools_call_verify_schema": mcp_tools_call,
                         # the floor: the smallest lambda_http function, its init alone
                         "bare_lambda_http_init_alone": ms(bare_inits),
                         "dynamodb": {"free_verification": free, "payment_required_402": offer,

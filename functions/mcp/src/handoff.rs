@@ -175,7 +175,6 @@ pub fn fill_parsed(response: &[u8], answer: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn the_slots_are_shared_by_clones_and_taken_once() {
