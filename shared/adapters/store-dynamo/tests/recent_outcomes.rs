@@ -31,6 +31,17 @@ async fn setup(retention_days: u32) -> Option<(DynamoStore, Client, String)> {
     Some((store, client, table))
 }
 
+/// Delete a test's table: DynamoDB Local's TTL job walks every table (about a second each), and
+/// the component tests wait for it.
+async fn drop_table(client: &Client, table: &str) {
+    client
+        .delete_table()
+        .table_name(table)
+        .send()
+        .await
+        .expect("delete table");
+}
+
 /// `t` as the engine writes `verified_at`.
 fn micros(t: OffsetDateTime) -> String {
     t.format(time::macros::format_description!(
@@ -169,11 +180,12 @@ async fn the_newest_outcomes_are_listed_whole_and_the_item_stays_one_write_unit(
         h.last_seen.as_deref(),
         Some(written[74].verified_at.as_str())
     );
+    drop_table(&client, &table).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_sent_again_counts_once() {
-    let Some((store, _, _)) = setup(0).await else {
+    let Some((store, client, table)) = setup(0).await else {
         return;
     };
     let agent = agent();
@@ -183,6 +195,7 @@ async fn a_write_sent_again_counts_once() {
     store.record(o.clone()).await.expect("again");
     let h = store.history(&agent, 20).await.expect("history");
     assert_eq!((h.passes, h.fails, h.recent.len()), (1, 0, 1));
+    drop_table(&client, &table).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -211,6 +224,7 @@ async fn concurrent_writers_of_one_agent_are_all_counted_and_the_list_stays_boun
         listed.len()
     );
     assert!(entries(&stats_item(&client, &table, &agent).await) <= CAP);
+    drop_table(&client, &table).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -247,6 +261,7 @@ async fn signed_deliverables_count_once_and_their_list_stays_bounded() {
         .take(RECENT_OUTCOMES_KEPT)
         .collect();
     assert_eq!(ids(&h.recent), newest);
+    drop_table(&client, &table).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -317,6 +332,7 @@ async fn rows_of_earlier_versions_are_still_listed_after_the_new_entries() {
         store.history(&agent, 20).await.expect("history"),
         Default::default()
     );
+    drop_table(&client, &table).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -344,4 +360,5 @@ async fn past_the_retention_outcomes_are_not_listed_and_the_next_write_removes_t
     assert_eq!(ids(&h.recent), vec![fresh.verification_id]);
     assert_eq!(h.passes + h.fails, 4);
     assert_eq!(entries(&stats_item(&client, &table, &agent).await), 1);
+    drop_table(&client, &table).await;
 }
