@@ -7,7 +7,7 @@ Starts `BINARY serve` under valgrind's callgrind (every thread counted, fresh da
 free allowance and budget lifted so every call is a real signed verification) and sends, over
 one keep-alive connection, the hosted invoice (shared/tests/data/hosted-receipts.json,
 receipts[0]) as `POST /verify/schema` and as MCP `tools/call verify_schema` (protocol version
-2025-11-25). For each, WARMUP calls (default 100) are sent first, then the counters are zeroed
+2025-11-25), and, for scale, MCP `tools/list` and `GET /health`. For each, WARMUP calls (default 100) are sent first, then the counters are zeroed
 (`callgrind_control -z`), CALLS calls (default 1000) are sent, and the counters dumped: the
 instructions of the whole server divided by CALLS. Deterministic (instructions, not time), so
 two builds compare side by side on a machine whose speed drifts. Prints JSON. KEEP_PROFILES=DIR
@@ -48,16 +48,21 @@ def calls(port):
                                "params": {"name": "verify_schema", "arguments": body}}).encode(),
            {"content-type": "application/json", "accept": "application/json, text/event-stream",
             "mcp-protocol-version": "2025-11-25"})
-    return {"rest": rest, "mcp": mcp}
+    tools_list = ("/mcp", json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode(),
+                  mcp[2])
+    health = ("/health", None, {})
+    return {"rest": rest, "mcp": mcp, "mcp_tools_list": tools_list, "health": health}
 
 
 def send(conn, call, n):
     path, body, headers = call
     for _ in range(n):
-        conn.request("POST", path, body=body, headers=headers)
+        conn.request("POST" if body else "GET", path, body=body, headers=headers)
         r = conn.getresponse()
         answer = r.read()
-        if r.status != 200 or b'"verification_id"' not in answer or b'"isError":true' in answer:
+        verification = path != "/health" and b'"tools"' not in answer
+        if r.status != 200 or b'"isError":true' in answer or (
+                verification and b'"verification_id"' not in answer):
             raise SystemExit(f"{path}: {r.status} {answer[:300]!r}")
 
 

@@ -302,7 +302,10 @@ async fn answer_with(answer: Response, result: &[u8], config: &ServiceConfig) ->
         return respond::error(&ApiError::Internal, config);
     };
     let filled = result_at(&bytes).and_then(|at| {
-        handoff::fill(&bytes, at, result).or_else(|| handoff::fill_parsed(&bytes, result))
+        handoff::fill(&bytes, at, result).or_else(|| {
+            tracing::warn!("the MCP result's marks were not found; writing it from its parts");
+            handoff::fill_parsed(&bytes, result)
+        })
     });
     let Some(filled) = filled else {
         // rmcp answered an error after the tool ran (it never does).

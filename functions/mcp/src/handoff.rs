@@ -120,8 +120,15 @@ pub fn without_arguments(message: &[u8], range: Range<usize>) -> Vec<u8> {
 
 /// What the tool's empty result holds in place of the answer's text mirror (a JSON string).
 pub const TEXT_MARK: &str = "agent-output-verifier:answer-text";
-/// What the tool's empty result holds in place of `structuredContent` (a JSON string).
+/// The one member of the object the tool's result holds in place of `structuredContent`
+/// (`{"agent-output-verifier:answer":true}`: rmcp moves a `structuredContent` that is not an
+/// object into `content` for older peers, so the mark is an object).
 pub const STRUCTURED_MARK: &str = "agent-output-verifier:answer";
+
+/// The object standing for `structuredContent` in the tool's result.
+pub fn structured_mark() -> serde_json::Value {
+    serde_json::json!({ STRUCTURED_MARK: true })
+}
 
 /// rmcp's JSON-RPC response with the answer put in place of the marks: `answer` (its JSON
 /// text) as `structuredContent` and, escaped, as the text mirror. rmcp wrote everything else
@@ -131,7 +138,7 @@ pub const STRUCTURED_MARK: &str = "agent-output-verifier:answer";
 pub fn fill(response: &[u8], result_at: usize, answer: &[u8]) -> Option<Vec<u8>> {
     let text = std::str::from_utf8(answer).ok()?;
     let text_mark = serde_json::to_vec(TEXT_MARK).ok()?;
-    let structured_mark = serde_json::to_vec(STRUCTURED_MARK).ok()?;
+    let structured_mark = serde_json::to_vec(&structured_mark()).ok()?;
     let result = response.get(result_at..)?;
     let find = |mark: &[u8]| result.windows(mark.len()).position(|w| w == mark);
     let (t, s) = (find(&text_mark)?, find(&structured_mark)?);
@@ -228,7 +235,7 @@ mod tests {
     #[test]
     fn the_answer_fills_the_marks_and_nothing_before_the_result_is_touched() {
         let response = format!(
-            r#"{{"jsonrpc":"2.0","id":"{t}","result":{{"content":[{{"type":"text","text":"{t}"}}],"structuredContent":"{s}","isError":false,"_meta":{{"a":1}},"resultType":"complete"}}}}"#,
+            r#"{{"jsonrpc":"2.0","id":"{t}","result":{{"content":[{{"type":"text","text":"{t}"}}],"structuredContent":{{"{s}":true}},"isError":false,"_meta":{{"a":1}},"resultType":"complete"}}}}"#,
             t = TEXT_MARK,
             s = STRUCTURED_MARK
         );

@@ -86,8 +86,9 @@ pub fn service(
     } else {
         config.with_allowed_hosts(access.allowed_hosts.clone())
     };
+    let tools = VerifierMcp::tools_of(&services);
     StreamableHttpService::new(
-        move || Ok(VerifierMcp::new(services.clone())),
+        move || Ok(VerifierMcp::new(services.clone(), tools.clone())),
         Arc::new(NeverSessionManager::default()),
         config,
     )

@@ -3,7 +3,7 @@
 //! `structuredContent` and `content[0].text`, the `free_trial` in `_meta`), errors in the
 //! service's one error shape.
 
-use crate::handoff::{Handoff, STRUCTURED_MARK, TEXT_MARK};
+use crate::handoff::{Handoff, TEXT_MARK, structured_mark};
 use rmcp::model::{CallToolResult, ContentBlock, MetaObject};
 use serde_json::{Map, Value, json};
 use verifier_service::config::ServiceConfig;
@@ -25,6 +25,13 @@ fn meta(entries: Map<String, Value>) -> Option<MetaObject> {
 pub fn error(e: &ApiError, config: &ServiceConfig) -> CallToolResult {
     verifier_service::telemetry::refusal(e.code());
     CallToolResult::structured_error(serde_json::to_value(e.body(config)).unwrap_or_default())
+}
+
+/// A result with the handoff's marks where the answer goes ([`crate::handoff::fill`]).
+fn marked_result(extra: Map<String, Value>) -> CallToolResult {
+    let mut result = CallToolResult::structured(structured_mark());
+    result.content = vec![ContentBlock::text(TEXT_MARK)];
+    result.with_meta(meta(extra))
 }
 
 /// The tool result of a reply. With a [`Handoff`] an answer's JSON is kept there and the
@@ -58,10 +65,7 @@ pub fn tool_result(
             }
             if let Some(handoff) = handoff {
                 handoff.put_answer(answer.body);
-                let mut result = CallToolResult::structured(Value::Null);
-                result.content = vec![ContentBlock::text(TEXT_MARK)];
-                result.structured_content = Some(Value::from(STRUCTURED_MARK));
-                return result.with_meta(meta(extra));
+                return marked_result(extra);
             }
             let body: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
             // The text mirror is the answer's own JSON text (as REST sends it), not the
@@ -93,5 +97,39 @@ pub fn tool_result(
             CallToolResult::structured_error(required).with_meta(meta(extra))
         }
         Reply::Error(e) => error(&e, config),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handoff::fill;
+    use rmcp::model::{RequestId, ServerJsonRpcMessage, ServerResult};
+
+    /// The marks survive rmcp's own writing of the result, for current and older peers alike,
+    /// so the guard fills them (and never needs its parsed fallback).
+    #[test]
+    fn rmcp_writes_the_marks_where_the_guard_finds_them() {
+        let extra = Map::from_iter([("a".to_owned(), json!(1))]);
+        for legacy in [false, true] {
+            let mut result = ServerResult::CallToolResult(marked_result(extra.clone()));
+            if legacy {
+                result.strip_non_object_output_for_legacy_peer();
+            }
+            let message = ServerJsonRpcMessage::response(result, RequestId::Number(7));
+            let bytes = serde_json::to_vec(&message).expect("json");
+            let at = bytes
+                .windows(10)
+                .position(|w| w == br#""result":{"#)
+                .expect("a result")
+                + 9;
+            let answer = br#"{"result":"pass"}"#;
+            let filled = fill(&bytes, at, answer).expect("both marks found");
+            let v: Value = serde_json::from_slice(&filled).expect("json");
+            assert_eq!(v["result"]["structuredContent"], json!({"result": "pass"}));
+            assert_eq!(v["result"]["content"][0]["text"], r#"{"result":"pass"}"#);
+            assert_eq!(v["result"]["content"].as_array().map(Vec::len), Some(1));
+            assert_eq!(v["result"]["_meta"]["a"], 1);
+        }
     }
 }

@@ -8,7 +8,7 @@ use rmcp::ErrorData;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
@@ -35,12 +35,19 @@ const TOOLS_TTL_MS: u64 = 300_000;
 #[derive(Clone)]
 pub struct VerifierMcp {
     services: Arc<Services>,
+    /// The tool list, built once per process (it depends only on the configuration).
+    tools: Arc<Vec<Tool>>,
 }
 
 impl VerifierMcp {
-    /// A handler over the shared services.
-    pub fn new(services: Arc<Services>) -> Self {
-        VerifierMcp { services }
+    /// A handler over the shared services and their tool list ([`VerifierMcp::tools_of`]).
+    pub fn new(services: Arc<Services>, tools: Arc<Vec<Tool>>) -> Self {
+        VerifierMcp { services, tools }
+    }
+
+    /// The tool list of `services`, to build once and share between instances.
+    pub fn tools_of(services: &Services) -> Arc<Vec<Tool>> {
+        Arc::new(tools(&services.config))
     }
 }
 
@@ -101,7 +108,7 @@ impl ServerHandler for VerifierMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let mut result = ListToolsResult::with_all_items(tools(&self.services.config));
+        let mut result = ListToolsResult::with_all_items(self.tools.as_ref().clone());
         result.ttl_ms = Some(TOOLS_TTL_MS);
         Ok(result)
     }
