@@ -280,14 +280,18 @@ pub async fn guard(req: Request, next: Next, config: &ServiceConfig) -> Response
     }
 }
 
+/// Whether rmcp's answer is in JSON.
+fn is_json(answer: &Response) -> bool {
+    answer
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/json"))
+}
+
 /// Whether rmcp's answer is the tool's (a 200 in JSON: rmcp's checks let the call run).
 fn ran(answer: &Response) -> bool {
-    answer.status() == StatusCode::OK
-        && answer
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| ct.starts_with("application/json"))
+    answer.status() == StatusCode::OK && is_json(answer)
 }
 
 /// rmcp's response with the tool's answer put in place of its marks ([`handoff::fill`]), when
@@ -319,11 +323,7 @@ async fn answer_with(answer: Response, result: &[u8], config: &ServiceConfig) ->
 /// rmcp's answer, in our shapes.
 async fn restate(answer: Response, config: &ServiceConfig) -> Response {
     let status = answer.status();
-    let is_json = answer
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with("application/json"));
+    let is_json = is_json(&answer);
     if !status.is_success() && !is_json {
         let error = refusal_of(status);
         let response = respond::error(&error, config);

@@ -11,11 +11,11 @@
 //! REST verification of those bytes: strict parse, heavy-body pool, schema cache, screening).
 //! A repeated key in the arguments (which REST answers 400) is the same -32600 as anywhere
 //! else in the message: the tool finds it when the arguments do not parse and asks the guard
-//! for that error. For an answer (not a payment demand or an error) the tool writes the whole tool result here
-//! as JSON (the answer's own bytes as `structuredContent` and, escaped, as the text mirror) and
-//! gives rmcp an empty result; the guard sends the JSON-RPC response with those bytes as its
-//! result, only when rmcp answered with a result, i.e. after all of rmcp's checks let the call
-//! run.
+//! for that error. For an answer (not a payment demand or an error) the tool keeps the answer's
+//! JSON here and gives rmcp a result with marks in place of `structuredContent` and the text
+//! mirror (rmcp writes the rest: the id, `isError`, `_meta`, and what the protocol version adds,
+//! such as `resultType`); the guard puts the answer in place of the marks ([`fill`]), only when
+//! rmcp answered with a result, i.e. after all of rmcp's checks let the call run.
 
 use axum::body::Bytes;
 #[cfg(test)]
@@ -145,21 +145,19 @@ pub fn fill(response: &[u8], result_at: usize, answer: &[u8]) -> Option<Vec<u8>>
     let mut escaped = Vec::with_capacity(answer.len() + answer.len() / 4 + 2);
     serde_json::to_writer(&mut escaped, text).ok()?;
     let mut spans = [
-        (t, text_mark.len(), &escaped[..]),
-        (s, structured_mark.len(), answer),
+        (result_at + t, text_mark.len(), &escaped[..]),
+        (result_at + s, structured_mark.len(), answer),
     ];
     spans.sort_by_key(|span| span.0);
     let mut out = Vec::with_capacity(response.len() + escaped.len() + answer.len());
     let mut at = 0;
     for (start, len, with) in spans {
-        out.extend_from_slice(&result[at..start]);
+        out.extend_from_slice(&response[at..start]);
         out.extend_from_slice(with);
         at = start + len;
     }
-    out.extend_from_slice(&result[at..]);
-    let mut whole = response[..result_at].to_vec();
-    whole.extend_from_slice(&out);
-    Some(whole)
+    out.extend_from_slice(&response[at..]);
+    Some(out)
 }
 
 /// [`fill`]'s fallback, should rmcp ever write the marks differently: the response parsed,

@@ -16,14 +16,13 @@ use std::sync::Arc;
 use verifier_engine::FieldProblem;
 use verifier_engine::json::{JsonError, parse_strict_value};
 use verifier_engine::problem::json_problem;
-use verifier_engine::request::VerifyRequest;
 use verifier_service::config::ServiceConfig;
 use verifier_service::errors::ApiError;
 use verifier_service::listings::Listing;
 use verifier_service::payments::PaymentInput;
 use verifier_service::score::{self, check_agent_id};
 use verifier_service::telemetry::Transport;
-use verifier_service::verify::{BodyCall, VerifyCall, verify, verify_body};
+use verifier_service::verify::{BodyCall, verify_body};
 use verifier_service::{ClientAddr, ReceivedBytes};
 use verifier_service::{Reply, Resource, Services};
 
@@ -125,25 +124,28 @@ impl ServerHandler for VerifierMcp {
         };
         let payment = payment_of(&request, &context);
         let handoff = handoff_of(&context);
-        let received = handoff.as_ref().and_then(Handoff::take_arguments);
-        let arguments = match &received {
-            Some(bytes) => Arguments::Received(bytes.clone()),
-            None => Arguments::Parsed(request.arguments.take().unwrap_or_default()),
+        // The arguments as received (the guard's handoff), or, where the guard made none (no
+        // arguments, or the handler called without the guard), those rmcp parsed, written out.
+        let arguments = match handoff.as_ref().and_then(Handoff::take_arguments) {
+            Some(received) => received,
+            None => Bytes::from(
+                serde_json::to_vec(&request.arguments.take().unwrap_or_default())
+                    .unwrap_or_default(),
+            ),
         };
         // Boxed: rmcp moves the handler's future into the tasks it spawns per request, and a
         // verification's state is kilobytes.
         let reply = match request.name.as_ref() {
             VERIFY => {
                 let received = received_bytes(&context);
-                Box::pin(self.verify_tool(&client, &payment, arguments, received)).await
+                Box::pin(self.verify_tool(&client, &payment, arguments.clone(), received)).await
             }
-            RECORD => Box::pin(self.record_tool(&client, &payment, arguments)).await,
+            RECORD => Box::pin(self.record_tool(&client, &payment, &arguments)).await,
             _ => return Err(ErrorData::invalid_params("tool not found", None)),
         };
-        if let (Some(handoff), Some(bytes), Reply::Error(ApiError::InvalidRequest(_))) =
-            (&handoff, &received, &reply)
+        if let (Some(handoff), Reply::Error(ApiError::InvalidRequest(_))) = (&handoff, &reply)
             && matches!(
-                parse_strict_value(bytes),
+                parse_strict_value(&arguments),
                 Err(JsonError::DuplicateKey { .. })
             )
         {
@@ -153,96 +155,49 @@ impl ServerHandler for VerifierMcp {
     }
 }
 
-/// A tool call's arguments: as received (the guard's [`Handoff`]), or as rmcp parsed them
-/// (the handler called without the guard).
-enum Arguments {
-    Received(Bytes),
-    Parsed(Map<String, Value>),
-}
-
 impl VerifierMcp {
     /// `verify_schema`: the REST verification of the arguments, its free size measured on the
-    /// whole message received.
+    /// whole message received (`received`; the arguments' own size without one).
     async fn verify_tool(
         &self,
         client: &str,
         payment: &PaymentInput,
-        arguments: Arguments,
+        arguments: Bytes,
         received: Option<usize>,
     ) -> Reply {
         let s = &self.services;
-        let resource = Resource {
-            url: "mcp://tool/verify_schema".into(),
-            description: verifier_service::verify::DESCRIPTION,
-            listing: Listing::MCP_VERIFY,
-            path_param: None,
-        };
-        let too_large = ApiError::BodyTooLarge {
-            limit: s.config.hard_body_limit,
-        };
-        match arguments {
-            Arguments::Received(body) => {
-                let size = received.unwrap_or(body.len());
-                if size > s.config.hard_body_limit {
-                    return Reply::Error(too_large);
-                }
-                let call = BodyCall {
-                    client,
-                    size,
-                    transport: Transport::Mcp,
-                    body,
-                    payment,
-                    resource,
-                    share: None,
-                };
-                verify_body(s, call).await
-            }
-            Arguments::Parsed(map) => {
-                let arguments = Value::Object(map);
-                // The re-serialized arguments only where no HTTP body was measured.
-                let body_len = received.unwrap_or_else(|| {
-                    serde_json::to_vec(&arguments).map_or(usize::MAX, |b| b.len())
-                });
-                if body_len > s.config.hard_body_limit {
-                    return Reply::Error(too_large);
-                }
-                match VerifyRequest::from_value(arguments) {
-                    Err(e) => Reply::Error(ApiError::InvalidRequest(e.problems)),
-                    Ok(request) => {
-                        let call = VerifyCall {
-                            client,
-                            request: Arc::new(request),
-                            body_len,
-                            payment,
-                            resource,
-                        };
-                        verify(s, call).await
-                    }
-                }
-            }
+        let size = received.unwrap_or(arguments.len());
+        if size > s.config.hard_body_limit {
+            return Reply::Error(ApiError::BodyTooLarge {
+                limit: s.config.hard_body_limit,
+            });
         }
+        let call = BodyCall {
+            client,
+            size,
+            transport: Transport::Mcp,
+            body: arguments,
+            payment,
+            resource: Resource {
+                url: "mcp://tool/verify_schema".into(),
+                description: verifier_service::verify::DESCRIPTION,
+                listing: Listing::MCP_VERIFY,
+                path_param: None,
+            },
+            share: None,
+        };
+        verify_body(s, call).await
     }
 
     /// `get_verification_record`: the signed score of `agent_id`, the only argument.
-    async fn record_tool(
-        &self,
-        client: &str,
-        payment: &PaymentInput,
-        arguments: Arguments,
-    ) -> Reply {
+    async fn record_tool(&self, client: &str, payment: &PaymentInput, arguments: &[u8]) -> Reply {
         let s = &self.services;
-        let arguments = match arguments {
-            Arguments::Parsed(map) => map,
-            Arguments::Received(body) => match parse_strict_value(&body) {
-                Ok(Value::Object(map)) => map,
-                Ok(_) => Map::new(),
-                Err(e) => {
-                    return Reply::Error(ApiError::InvalidRequest(vec![json_problem(
-                        "arguments",
-                        e,
-                    )]));
-                }
-            },
+        let arguments = match parse_strict_value(arguments) {
+            Ok(Value::Object(map)) => map,
+            Ok(_) => Map::new(),
+            Err(e) => {
+                return Reply::Error(ApiError::InvalidRequest(vec![json_problem("arguments", e)]));
+            }
         };
         let agent_id = match arguments.get("agent_id") {
             Some(Value::String(agent_id)) if arguments.len() == 1 => agent_id,

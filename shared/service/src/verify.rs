@@ -138,11 +138,6 @@ pub async fn verify_body<'s>(s: &'s Arc<Services>, call: BodyCall<'_, 's>) -> Re
     counted(call.transport, reply)
 }
 
-/// Run a verification call whose request is parsed already (MCP without the guard's handoff).
-pub async fn verify(s: &Arc<Services>, call: VerifyCall<'_>) -> Reply {
-    counted(Transport::Mcp, verify_in(s, call, None).await)
-}
-
 /// Count a verification answered with its verdict.
 fn counted(transport: Transport, reply: Reply) -> Reply {
     if let Reply::Answer(answer) = &reply

@@ -46,6 +46,11 @@ enum Room {
     Free,
 }
 
+/// Whether `o` was verified before `cutoff` (unix seconds); an unreadable time is kept.
+fn expired(o: &Outcome, cutoff: i64) -> bool {
+    recent::unix_seconds(o).is_some_and(|at| at < cutoff)
+}
+
 fn room(old: &HashMap<String, AttributeValue>, entry: &AttributeValue, cap: usize) -> Room {
     let list = recent::entries(old);
     if list.contains(entry) {
@@ -193,18 +198,19 @@ impl DynamoStore {
         Err(StoreError::Unavailable)
     }
 
+    /// Unix seconds before which an outcome is past the retention; none without one.
+    fn retention_cutoff(&self) -> Option<i64> {
+        self.outcome_retention
+            .map(|keep| time::OffsetDateTime::now_utc().unix_timestamp() - keep)
+    }
+
     /// How many of the oldest entries of `list` are past the outcome retention.
     fn expired_prefix(&self, agent_id: &str, list: &[AttributeValue]) -> usize {
-        let Some(keep) = self.outcome_retention else {
+        let Some(cutoff) = self.retention_cutoff() else {
             return 0;
         };
-        let cutoff = time::OffsetDateTime::now_utc().unix_timestamp() - keep;
         list.iter()
-            .take_while(|e| {
-                recent::decode(agent_id, e)
-                    .and_then(|o| recent::unix_seconds(&o))
-                    .is_some_and(|at| at < cutoff)
-            })
+            .take_while(|e| recent::decode(agent_id, e).is_some_and(|o| expired(&o, cutoff)))
             .count()
     }
 
@@ -232,7 +238,9 @@ impl DynamoStore {
     }
 
     /// An agent's counts and its `recent` newest outcomes (within the outcome retention):
-    /// one consistent `GetItem`, and a `Query` only for an agent with rows of earlier versions.
+    /// one consistent `GetItem`, and a `Query` (at most `recent` rows) only when the list is
+    /// shorter than both [`KEEP`] and the counts: an agent with rows of earlier versions, or,
+    /// with a retention, one whose expired outcomes were removed.
     pub(super) async fn read_history(
         &self,
         agent_id: &str,
@@ -252,18 +260,12 @@ impl DynamoStore {
             return Ok(AgentHistory::default());
         };
         let entries = recent::entries(&item);
-        let cutoff = self
-            .outcome_retention
-            .map(|keep| time::OffsetDateTime::now_utc().unix_timestamp() - keep);
-        let kept = |o: &Outcome| match (cutoff, recent::unix_seconds(o)) {
-            (Some(cutoff), Some(at)) => at >= cutoff,
-            _ => true,
-        };
+        let cutoff = self.retention_cutoff();
         let mut list: Vec<Outcome> = entries
             .iter()
             .rev()
             .filter_map(|e| recent::decode(agent_id, e))
-            .filter(kept)
+            .filter(|o| cutoff.is_none_or(|cutoff| !expired(o, cutoff)))
             .take(recent)
             .collect();
         let counted = num(&item, "passes") + num(&item, "fails");

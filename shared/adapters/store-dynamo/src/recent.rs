@@ -13,7 +13,9 @@
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 use verifier_ports::store::{Outcome, RECENT_OUTCOMES_KEPT};
+use verifier_receipt::timestamp::rfc3339_micros;
 
 /// The entries a trim keeps: what `/reputation` lists.
 pub const KEEP: usize = RECENT_OUTCOMES_KEPT;
@@ -27,14 +29,6 @@ pub const CAP: usize = KEEP + 12;
 
 const PASS: u8 = 1;
 const PAID: u8 = 2;
-const MICROS_UTC: &[time::format_description::BorrowedFormatItem<'_>] = time::macros::format_description!(
-    "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]+00:00"
-);
-
-/// `t` as the engine writes `verified_at`: RFC 3339, UTC, microseconds.
-fn micros_text(t: OffsetDateTime) -> Option<String> {
-    t.format(MICROS_UTC).ok()
-}
 
 /// The entry recording `o`.
 pub fn encode(o: &Outcome) -> AttributeValue {
@@ -57,10 +51,8 @@ pub fn encode(o: &Outcome) -> AttributeValue {
 
 /// The binary form, when `o` round-trips through it exactly.
 fn compact(o: &Outcome) -> Option<Vec<u8>> {
-    let at = time::PrimitiveDateTime::parse(&o.verified_at, MICROS_UTC)
-        .ok()?
-        .assume_utc();
-    if micros_text(at).as_deref() != Some(o.verified_at.as_str()) {
+    let at = OffsetDateTime::parse(&o.verified_at, &Rfc3339).ok()?;
+    if rfc3339_micros(at) != o.verified_at {
         return None;
     }
     let id = uuid::Uuid::try_parse(&o.verification_id).ok()?;
@@ -126,7 +118,7 @@ fn expand(agent_id: &str, bytes: &[u8]) -> Option<Outcome> {
         agent_id: agent_id.to_owned(),
         verification_id: id.hyphenated().to_string(),
         result: if flags & PASS != 0 { "pass" } else { "fail" }.to_owned(),
-        verified_at: micros_text(at)?,
+        verified_at: rfc3339_micros(at),
         signed_deliverable: None,
         paid: flags & PAID != 0,
         checks,
@@ -135,12 +127,9 @@ fn expand(agent_id: &str, bytes: &[u8]) -> Option<Outcome> {
 
 /// The verification time of an entry, unix seconds (for the outcome retention).
 pub fn unix_seconds(o: &Outcome) -> Option<i64> {
-    OffsetDateTime::parse(
-        &o.verified_at,
-        &time::format_description::well_known::Rfc3339,
-    )
-    .ok()
-    .map(OffsetDateTime::unix_timestamp)
+    OffsetDateTime::parse(&o.verified_at, &Rfc3339)
+        .ok()
+        .map(OffsetDateTime::unix_timestamp)
 }
 
 /// The entries of an item's `recent` list.
