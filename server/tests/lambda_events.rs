@@ -1,5 +1,5 @@
 //! Every API Gateway sample event in `events/` through its function's Lambda handler
-//! (`lambda_http::request::from_str` → the function's router as `lambda::app` wraps it), with the
+//! (`function_common::runtime::event::request_of` → the function's router as `lambda::app` wraps it), with the
 //! status, content type, body keys, JSON values and headers `events/manifest.json` expects.
 
 use axum::Router;
@@ -101,10 +101,11 @@ async fn run_event(entry: &Value, apps: &std::collections::HashMap<&str, Router>
     let file = entry["file"].as_str().expect("file");
     let function = entry["function"].as_str().expect("function");
     let text = std::fs::read_to_string(events_dir().join(file)).expect("event file");
-    let request = lambda_http::request::from_str(&text).expect("an API Gateway event");
+    let request =
+        function_common::runtime::event::request_of(text.as_bytes()).expect("an API Gateway event");
     let response = apps[function]
         .clone()
-        .oneshot(request.map(axum::body::Body::new))
+        .oneshot(request)
         .await
         .expect("infallible router");
     let status = response.status().as_u16();
@@ -265,8 +266,9 @@ async fn the_allowance_is_per_ipv4_address_and_per_ipv6_network() {
         let mut event: Value = serde_json::from_str(&text).expect("event JSON");
         event["requestContext"]["http"]["sourceIp"] = ip.into();
         async move {
-            let request = lambda_http::request::from_str(&event.to_string()).expect("event");
-            app.oneshot(request.map(axum::body::Body::new))
+            let request = function_common::runtime::event::request_of(event.to_string().as_bytes())
+                .expect("event");
+            app.oneshot(request)
                 .await
                 .expect("infallible router")
                 .status()

@@ -33,7 +33,7 @@ fn components_available() -> bool {
 }
 
 /// The sample event, for a real agent (so the outcome is recorded).
-fn verify_event(agent: &str) -> lambda_http::Request {
+fn verify_event(agent: &str) -> http::Request<axum::body::Body> {
     let mut event: Value = serde_json::from_str(EVENT).expect("event");
     let body = event["body"]
         .as_str()
@@ -41,24 +41,22 @@ fn verify_event(agent: &str) -> lambda_http::Request {
         .replace("\"test-seller-invoice-agent\"", &format!("\"{agent}\""));
     event["headers"]["content-length"] = body.len().to_string().into();
     event["body"] = body.into();
-    lambda_http::request::from_str(&event.to_string()).expect("API Gateway event")
+    function_common::runtime::event::request_of(event.to_string().as_bytes())
+        .expect("API Gateway event")
 }
 
-fn reputation_event(agent: &str) -> lambda_http::Request {
+fn reputation_event(agent: &str) -> http::Request<axum::body::Body> {
     let mut event: Value = serde_json::from_str(SCORE_EVENT).expect("event");
     let path = format!("/reputation/{agent}");
     event["rawPath"] = path.clone().into();
     event["requestContext"]["http"]["path"] = path.into();
     event["pathParameters"] = serde_json::json!({ "agent_id": agent });
-    lambda_http::request::from_str(&event.to_string()).expect("API Gateway event")
+    function_common::runtime::event::request_of(event.to_string().as_bytes())
+        .expect("API Gateway event")
 }
 
-async fn call(router: &axum::Router, req: lambda_http::Request) -> (u16, Value) {
-    let response = router
-        .clone()
-        .oneshot(req.map(axum::body::Body::new))
-        .await
-        .expect("infallible");
+async fn call(router: &axum::Router, req: http::Request<axum::body::Body>) -> (u16, Value) {
+    let response = router.clone().oneshot(req).await.expect("infallible");
     let status = response.status().as_u16();
     let bytes = response
         .into_body()
@@ -189,7 +187,7 @@ async fn init_loads_the_ssm_key_and_serves_on_dynamodb() {
     let card_event = include_str!("../../events/discovery-agent-card.json");
     let (status, card) = call(
         &discovery,
-        lambda_http::request::from_str(card_event).expect("event"),
+        function_common::runtime::event::request_of(card_event.as_bytes()).expect("event"),
     )
     .await;
     assert_eq!(status, 200);

@@ -2,18 +2,17 @@
 //! fails init loudly — there is no fallback to the embedded store or a local key), the SDK
 //! clients, the signing key from SSM (refreshed on an interval), DynamoDB (for the functions
 //! with a [`Table`]), the facilitator,
-//! and the adapter from API Gateway requests (the client address is
+//! and the Runtime API loop ([`crate::runtime`]; the client address is
 //! `requestContext.http.sourceIp`, never a header).
 
 use crate::respond;
+use crate::runtime::api::{ApiError, RuntimeApi};
+use crate::runtime::event::{self, DomainName, EventError};
+use crate::runtime::{self as lambda_runtime, Failure};
 use axum::Router;
-use axum::extract::Request;
-use axum::middleware::{self, Next};
-use axum::response::Response;
-use lambda_http::request::RequestContext;
+use axum::middleware;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::OnceCell;
 use tower::ServiceExt;
 use verifier_engine::cost::{Budget, Budgets};
 use verifier_engine::{Engine, EngineConfig};
@@ -22,7 +21,6 @@ use verifier_keys_aws::{KeyParams, SsmKeys};
 use verifier_ports::keys::KeySource;
 use verifier_ports::no_table::NoTable;
 use verifier_ports::store::Store;
-use verifier_service::ClientAddr;
 use verifier_service::Services;
 use verifier_service::config::ServiceConfig;
 use verifier_service::payments::PaymentGate;
@@ -361,23 +359,8 @@ impl Init {
     }
 }
 
-/// The caller's address from the API Gateway request context (`sam local` writes it with a
-/// `/32` suffix).
-async fn client_address(mut req: Request, next: Next) -> Response {
-    let ip = match req.extensions().get::<RequestContext>() {
-        Some(RequestContext::ApiGatewayV2(ctx)) => ctx.http.source_ip.clone(),
-        Some(RequestContext::ApiGatewayV1(ctx)) => ctx.identity.source_ip.clone(),
-        _ => None,
-    };
-    if let Some(ip) = ip {
-        req.extensions_mut()
-            .insert(ClientAddr(crate::client::normalize_source_ip(&ip)));
-    }
-    next.run(req).await
-}
-
-/// A function's router as Lambda serves it: the client address from the request context,
-/// blocked clients refused, CORS, and a 404 in the error shape for routes of other functions.
+/// A function's router as Lambda serves it (the client address comes with the request,
+/// [`event::request_of`]): blocked clients refused, CORS, and a 404 in the error shape for routes of other functions.
 pub fn app(router: Router, services: &Arc<Services>) -> Router {
     let config = Arc::new(services.config.clone());
     router
@@ -401,17 +384,13 @@ pub fn app(router: Router, services: &Arc<Services>) -> Router {
             }
         })
         .layer(crate::cors::layer())
-        .layer(middleware::from_fn(client_address))
         .layer(middleware::map_response(respond::nosniff))
 }
 
-/// The public URL a request came through: `https://` + `requestContext.domainName`.
-pub fn public_url_of(req: &lambda_http::Request) -> String {
-    let domain = match req.extensions().get::<RequestContext>() {
-        Some(RequestContext::ApiGatewayV2(ctx)) => ctx.domain_name.clone(),
-        Some(RequestContext::ApiGatewayV1(ctx)) => ctx.domain_name.clone(),
-        _ => None,
-    };
+/// The public URL a request came through: `https://` + `requestContext.domainName` (the
+/// `Host` header when the event names none).
+pub fn public_url_of<B>(req: &http::Request<B>) -> String {
+    let domain = req.extensions().get::<DomainName>().map(|d| d.0.clone());
     let host = domain.or_else(|| {
         req.headers()
             .get("host")
@@ -479,63 +458,119 @@ impl Table for WithoutTable {
     }
 }
 
-/// Run a function on Lambda: init (failing loudly), then serve every invocation with the
-/// router `build` makes (built on the first request when the public URL is not configured).
-/// `W`: what init warms up; `T`: the store.
-pub async fn run<W, T, F>(_warm_up: W, _table: T, build: F) -> Result<(), lambda_http::Error>
+/// Why a function stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Init(#[from] InitError),
+    #[error("the async runtime cannot start: {0}")]
+    Runtime(#[from] std::io::Error),
+    #[error(transparent)]
+    RuntimeApi(#[from] ApiError),
+}
+
+/// Run a function on Lambda: init (failing loudly, and reported to the Runtime API), then
+/// serve every event with the router `build` makes (built on the first request when the
+/// public URL is not configured). `W`: what init warms up; `T`: the store.
+///
+/// One thread serves: it waits for an event in a blocking read ([`RuntimeApi`]) and drives a
+/// current-thread async runtime only while handling one (as Lambda freezes the process
+/// between events, background refreshes advance during events).
+pub fn run<W, T, F>(_warm_up: W, _table: T, build: F) -> Result<(), RunError>
 where
     W: WarmUp,
     T: Table,
-    F: Fn(Arc<Services>, &LambdaSettings) -> Router + Send + Sync + 'static,
+    F: Fn(Arc<Services>, &LambdaSettings) -> Router,
 {
-    let build = Arc::new(build);
     init_tracing();
-    let emf = init_metrics();
-    let settings =
-        LambdaSettings::from_env().inspect_err(|e| tracing::error!(error = %e, "init failed"))?;
-    let warming = W::WORK.map(tokio::task::spawn_blocking);
-    let init = Arc::new(
-        Init::new::<T>(settings)
-            .await
-            .inspect_err(|e| tracing::error!(error = %e, "init failed"))?,
-    );
-    if let Some(task) = warming
-        && let Err(e) = task.await
-    {
-        tracing::warn!(error = %e, "the schema library's warm-up failed; the first compile pays for it");
-    }
-    let app: Arc<OnceCell<Router>> = Arc::new(OnceCell::new());
-    if let Some(url) = init.settings.public_url.clone() {
-        let services = init.services(&url).await?;
-        let _ = app.set(self::app(
-            build(services.clone(), &init.settings),
-            &services,
-        ));
-    }
-    lambda_http::run(lambda_http::service_fn(move |req: lambda_http::Request| {
-        let init = init.clone();
-        let app = app.clone();
-        let build = build.clone();
-        async move {
-            let router = app
-                .get_or_try_init(|| async {
-                    let services = init.services(&public_url_of(&req)).await?;
-                    let router = build(services.clone(), &init.settings);
-                    Ok::<_, InitError>(self::app(router, &services))
-                })
-                .await?
-                .clone();
-            let response = router
-                .oneshot(req.map(axum::body::Body::new))
-                .await
-                .map_err(|e| -> lambda_http::Error { Box::new(e) })?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut api = RuntimeApi::from_env()?;
+    let started = runtime.block_on(async {
+        let emf = init_metrics();
+        let settings = LambdaSettings::from_env()?;
+        let warming = W::WORK.map(tokio::task::spawn_blocking);
+        let init = Init::new::<T>(settings).await?;
+        if let Some(task) = warming
+            && let Err(e) = task.await
+        {
+            tracing::warn!(error = %e, "the schema library's warm-up failed; the first compile pays for it");
+        }
+        let app = match init.settings.public_url.clone() {
+            Some(url) => {
+                let services = init.services(&url).await?;
+                Some(self::app(build(services.clone(), &init.settings), &services))
+            }
+            None => None,
+        };
+        Ok::<_, InitError>((init, app, emf))
+    });
+    let (init, mut app, emf) = match started {
+        Ok(started) => started,
+        Err(e) => {
+            tracing::error!(error = %e, "init failed");
+            if let Err(report) = api.init_failed("Runtime.InitError", &e.to_string()) {
+                tracing::error!(error = %report, "the init error could not be reported");
+            }
+            return Err(e.into());
+        }
+    };
+    lambda_runtime::serve(&mut api, |invocation| {
+        let request = match event::request_of(&invocation.body) {
+            Ok(request) => request,
+            Err(EventError::NotHttp) => {
+                return Err(Failure {
+                    kind: "UnsupportedEvent",
+                    message: EventError::NotHttp.to_string(),
+                });
+            }
+            Err(malformed @ EventError::Malformed(_)) => {
+                tracing::warn!(error = %malformed, "event refused");
+                let refusal = respond::error(
+                    &verifier_service::errors::ApiError::BadRequest,
+                    &init.settings.config,
+                );
+                return runtime
+                    .block_on(event::answer_of(refusal))
+                    .map_err(unanswerable);
+            }
+        };
+        runtime.block_on(async {
+            let router = match &app {
+                Some(router) => router.clone(),
+                None => {
+                    let services =
+                        init.services(&public_url_of(&request))
+                            .await
+                            .map_err(|e| Failure {
+                                kind: "Runtime.InitError",
+                                message: e.to_string(),
+                            })?;
+                    let router = self::app(build(services.clone(), &init.settings), &services);
+                    app = Some(router.clone());
+                    router
+                }
+            };
+            let response = match router.oneshot(request).await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            };
             if let Some(emf) = emf {
                 verifier_aws_sdk::emf::flush(emf);
             }
-            Ok::<_, lambda_http::Error>(response)
-        }
-    }))
-    .await
+            event::answer_of(response).await.map_err(unanswerable)
+        })
+    })?;
+    Ok(())
+}
+
+/// A response body that could not be read (none of ours fails).
+fn unanswerable(e: axum::Error) -> Failure {
+    Failure {
+        kind: "Runtime.ResponseBody",
+        message: e.to_string(),
+    }
 }
 
 /// The metrics as CloudWatch Embedded Metric Format lines on stdout

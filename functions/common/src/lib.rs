@@ -9,6 +9,7 @@ pub mod lambda;
 pub mod linked_code;
 pub mod request_metrics;
 pub mod respond;
+pub mod runtime;
 
 pub use client::client_address;
 pub use respond::{PricePath, payment_input, reply};

@@ -8,10 +8,9 @@ use mcp_function::McpAccess;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-// One event at a time per instance: one runtime thread, no thread handing work to another
-// (the costly verifications still run on the work pool's own thread).
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), lambda_http::Error> {
+// One event at a time per instance, on one thread (`lambda::run`: a blocking Runtime API
+// client and a current-thread async runtime; costly verifications run on the work pool's own).
+fn main() -> Result<(), function_common::lambda::RunError> {
     function_common::lambda::run(
         function_common::lambda::SchemaEngine,
         function_common::lambda::Dynamo,
@@ -24,5 +23,4 @@ async fn main() -> Result<(), lambda_http::Error> {
             mcp_function::router(services, &access)
         },
     )
-    .await
 }
