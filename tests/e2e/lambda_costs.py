@@ -12,6 +12,10 @@ scripts/lambda-costs.sh, not by the test command (these are measurements, not as
   the runtime's floor on this machine, in the same run.
 - The MCP function's `tools/call verify_schema` with verify's body: CPU per warm call and
   durations, beside the REST verification (verify) in the same deployment.
+- The yardsticks of CPU per warm call, in the same run: the smallest `lambda_http` function
+  deployed in discovery's place and called as `/health` is (the stock runtime's own cost per
+  event), and the local server's CPU per verification of verify's body (`verifier serve` on
+  the embedded store, 8 clients at once); `targets` sets them beside the functions' figures.
 - DynamoDB round trips and capacity units per free verification, paid verification and score
   lookup, counted at a proxy between the functions and DynamoDB Local (operation from
   `X-Amz-Target`; units as on-demand bills them for items under 1 KB: a consistent read 1 RRU,
@@ -140,6 +144,55 @@ def bare_init(stack, first_next) -> float:
     return first_next("bare_lambda", spawned) - spawned
 
 
+def yardstick_cpu(warm_calls: int) -> float:
+    """CPU per warm call of the smallest `lambda_http` function (bare_lambda), deployed in
+    discovery's place (the emulator serves the template's functions only) and called as
+    `/health` is."""
+    import tempfile
+    import deployment
+    with tempfile.TemporaryDirectory() as d:
+        for name in ("verify", "score", "mcp", "rotate-key"):
+            (Path(d) / name).symlink_to((RELEASE / name).resolve())
+        (Path(d) / "discovery").symlink_to((RELEASE / "examples" / "bare_lambda").resolve())
+        saved, deployment.RELEASE = deployment.RELEASE, Path(d)
+        try:
+            with Deployment({}) as stack:
+                pid = stack.procs["discovery"].pid
+                for _ in range(2):
+                    httpx.get(stack.url + "/health", timeout=60).raise_for_status()
+                before = process_cpu_seconds(pid)
+                for _ in range(warm_calls):
+                    httpx.get(stack.url + "/health", timeout=60).raise_for_status()
+                return round((process_cpu_seconds(pid) - before) * 1e6 / warm_calls, 1)
+        finally:
+            deployment.RELEASE = saved
+
+
+def local_server_cpu(calls: int) -> float:
+    """The local server's CPU per free verification of verify's body (embedded store; 8
+    clients at once, each on one keep-alive connection)."""
+    from concurrent.futures import ThreadPoolExecutor
+    import tempfile
+    from conftest import Server
+    with tempfile.TemporaryDirectory() as d:
+        server = Server(d, allowance=10 * calls + 100).start()
+        try:
+            body = SAMPLES["verify"][2]
+
+            def client(n):
+                with httpx.Client(timeout=60) as c:
+                    for _ in range(n):
+                        c.post(server.url + "/verify/schema", json=body).raise_for_status()
+
+            client(20)
+            before = process_cpu_seconds(server.proc.pid)
+            with ThreadPoolExecutor(8) as pool:
+                list(pool.map(client, [calls // 8] * 8))
+            return round((process_cpu_seconds(server.proc.pid) - before) * 1e6 / (calls // 8 * 8), 1)
+        finally:
+            server.stop()
+
+
 def process_cpu_seconds(pid: int) -> float:
     """A process's CPU time so far (user + system, all its threads), from /proc."""
     fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
@@ -258,7 +311,20 @@ def measure(cold_starts: int = 5, warm_calls: int = 200) -> dict:
                                                   headers={"PAYMENT-SIGNATURE": header}).raise_for_status())
                 reputation = counted(lambda: httpx.get(stack.url + "/reputation/seller-units", timeout=60))
                 no_data = counted(lambda: httpx.get(stack.url + "/score/never-seen-agent", timeout=60))
+                bare_cpu = yardstick_cpu(warm_calls)
+                local_cpu = local_server_cpu(max(warm_calls, 800))
+                health, verify = cpu_us["discovery"], cpu_us["verify"]
                 return {"functions": functions,
+                        "targets": {
+                            "yardstick_lambda_http_warm_cpu_us_per_call": bare_cpu,
+                            "local_server_cpu_us_per_verification": local_cpu,
+                            "health_over_yardstick": round(health / bare_cpu, 2),
+                            "health_target": "<= 0.75",
+                            "verification_cpu_us": verify,
+                            "verification_target_us": round(bare_cpu + 4 * local_cpu, 1),
+                            "mcp_tools_list_over_health": round(cpu_us["mcp"] / health, 2),
+                            "mcp_tools_call_over_verify": round(mcp_tools_call["warm_cpu_us_per_call"] / verify, 2),
+                        },
                         "mcp_tools_call_verify_schema": mcp_tools_call,
                         # the floor: the smallest lambda_http function, its init alone
                         "bare_lambda_http_init_alone": ms(bare_inits),

@@ -473,9 +473,8 @@ pub enum RunError {
 /// serve every event with the router `build` makes (built on the first request when the
 /// public URL is not configured). `W`: what init warms up; `T`: the store.
 ///
-/// One thread serves: it waits for an event in a blocking read ([`RuntimeApi`]) and drives a
-/// current-thread async runtime only while handling one (as Lambda freezes the process
-/// between events, background refreshes advance during events).
+/// A current-thread async runtime serves; the wait for the next event is a blocking read
+/// ([`RuntimeApi`], [`lambda_runtime::serve`]).
 pub fn run<W, T, F>(_warm_up: W, _table: T, build: F) -> Result<(), RunError>
 where
     W: WarmUp,
@@ -516,7 +515,7 @@ where
             return Err(e.into());
         }
     };
-    lambda_runtime::serve(&mut api, |invocation| {
+    lambda_runtime::serve(&runtime, api, |invocation| {
         let request = match event::request_of(&invocation.body) {
             Ok(request) => request,
             Err(EventError::NotHttp) => {

@@ -3,13 +3,12 @@
 //! connection to `AWS_LAMBDA_RUNTIME_API`, each exchange one `write` of the whole request and
 //! the reads of its answer (framed by `Content-Length` or chunked, parsed with `httparse`).
 //!
-//! Blocking on purpose: a function serves one event at a time, so between events its only
-//! thread waits in one `read` for the next one (no event loop woken, no task handing the answer
-//! to another), and the async runtime runs only while an event is handled — as Lambda itself
-//! freezes the process between events.
+//! Blocking on purpose: a function serves one event at a time, so it waits for the next one in
+//! one `read` (no pooled connections, no connection task handing the answer to another).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::time::Duration;
 
 /// The Runtime API's path prefix.
 const VERSION: &str = "/2018-06-01/runtime";
@@ -17,6 +16,9 @@ const VERSION: &str = "/2018-06-01/runtime";
 const MAX_HEAD: usize = 16 * 1024;
 /// The most an event may take: Lambda's own limit on a synchronous invocation's payload.
 const MAX_EVENT: usize = 6 * 1024 * 1024 + 64 * 1024;
+/// How long an error report waits for its acknowledgement (Lambda's comes at once): a report
+/// nobody acknowledges must not keep a failed function alive.
+const REPORT_WAIT: Duration = Duration::from_secs(5);
 
 /// Why the Runtime API could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -77,7 +79,10 @@ impl RuntimeApi {
     /// The client for `address` (`host:port` or `http://host:port[/path]`).
     pub fn new(address: &str) -> Result<Self, ApiError> {
         let rest = address.trim();
-        let rest = rest.strip_prefix("http://").unwrap_or(rest).trim_end_matches('/');
+        let rest = rest
+            .strip_prefix("http://")
+            .unwrap_or(rest)
+            .trim_end_matches('/');
         let (authority, prefix) = match rest.find('/') {
             Some(at) => (&rest[..at], &rest[at..]),
             None => (rest, ""),
@@ -99,9 +104,9 @@ impl RuntimeApi {
 
     /// Wait for the next event (`GET …/invocation/next`; no time limit: Lambda answers when
     /// there is one).
-    pub fn next(&mut self) -> Result<Invocation, ApiError> {
+    pub fn next_event(&mut self) -> Result<Invocation, ApiError> {
         let path = format!("{}{VERSION}/invocation/next", self.prefix);
-        let answer = self.exchange("GET", &path, &[], &[])?;
+        let answer = self.exchange("GET", &path, &[], &[], None)?;
         if answer.status != 200 {
             return Err(ApiError::Status {
                 status: answer.status,
@@ -118,7 +123,7 @@ impl RuntimeApi {
     /// Send an event's answer (`POST …/invocation/{id}/response`).
     pub fn respond(&mut self, request_id: &str, body: &[u8]) -> Result<(), ApiError> {
         let path = format!("{}{VERSION}/invocation/{request_id}/response", self.prefix);
-        self.accepted(&path, &[], body, "the answer")
+        self.accepted(&path, &[], body, "the answer", None)
     }
 
     /// Report that an event could not be handled (`POST …/invocation/{id}/error`).
@@ -130,6 +135,7 @@ impl RuntimeApi {
             &[("Lambda-Runtime-Function-Error-Type", kind)],
             &body,
             "an error",
+            Some(REPORT_WAIT),
         )
     }
 
@@ -142,6 +148,7 @@ impl RuntimeApi {
             &[("Lambda-Runtime-Function-Error-Type", kind)],
             &body,
             "an init error",
+            Some(REPORT_WAIT),
         )
     }
 
@@ -151,22 +158,25 @@ impl RuntimeApi {
         headers: &[(&str, &str)],
         body: &[u8],
         what: &'static str,
+        wait: Option<Duration>,
     ) -> Result<(), ApiError> {
-        let answer = self.exchange("POST", path, headers, body)?;
+        let answer = self.exchange("POST", path, headers, body, wait)?;
         match answer.status {
             200..=299 => Ok(()),
             status => Err(ApiError::Status { status, what }),
         }
     }
 
-    /// One request and its answer. A kept connection the Runtime API closed while idle is
-    /// opened again once, when nothing of the answer had arrived.
+    /// One request and its answer (waiting at most `wait` for it, when given). A kept
+    /// connection the Runtime API closed while idle is opened again once, when nothing of the
+    /// answer had arrived.
     fn exchange(
         &mut self,
         method: &str,
         path: &str,
         headers: &[(&str, &str)],
         body: &[u8],
+        wait: Option<Duration>,
     ) -> Result<Answer, ApiError> {
         let mut request = Vec::with_capacity(160 + body.len());
         request.extend_from_slice(method.as_bytes());
@@ -184,16 +194,17 @@ impl RuntimeApi {
         request.extend_from_slice(body);
 
         let reused = self.connection.is_some();
-        match self.try_exchange(&request) {
+        match self.try_exchange(&request, wait) {
             Err(Attempt::BeforeAnswer(_)) if reused => {
                 self.connection = None;
-                self.try_exchange(&request).map_err(Attempt::into_error)
+                self.try_exchange(&request, wait)
+                    .map_err(Attempt::into_error)
             }
             other => other.map_err(Attempt::into_error),
         }
     }
 
-    fn try_exchange(&mut self, request: &[u8]) -> Result<Answer, Attempt> {
+    fn try_exchange(&mut self, request: &[u8], wait: Option<Duration>) -> Result<Answer, Attempt> {
         if self.connection.is_none() {
             let stream = TcpStream::connect(&self.authority).map_err(Attempt::BeforeAnswer)?;
             stream.set_nodelay(true).map_err(Attempt::BeforeAnswer)?;
@@ -207,6 +218,10 @@ impl RuntimeApi {
                 std::io::ErrorKind::NotConnected.into(),
             ));
         };
+        connection
+            .stream
+            .set_read_timeout(wait)
+            .map_err(Attempt::BeforeAnswer)?;
         connection
             .stream
             .write_all(request)
@@ -479,14 +494,14 @@ mod tests {
             false,
         );
         let mut api = RuntimeApi::new(&format!("http://{address}/.rt/verify")).expect("address");
-        let first = api.next().expect("event");
+        let first = api.next_event().expect("event");
         assert_eq!(
             (first.request_id.as_str(), first.body.as_slice()),
             ("a-1", &b"{\"x\":1}"[..])
         );
         api.respond("a-1", b"{\"statusCode\":200}")
             .expect("accepted");
-        let second = api.next().expect("event");
+        let second = api.next_event().expect("event");
         assert_eq!(second.request_id, "b-2");
         drop(api);
         let seen = server.join().expect("server");
@@ -508,9 +523,9 @@ mod tests {
         let chunked = b"HTTP/1.1 200 OK\r\nLambda-Runtime-Aws-Request-Id: c-3\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{\"a\"\r\n3\r\n:1}\r\n0\r\n\r\n".to_vec();
         let (address, server) = serve(vec![chunked, event("d-4", "{}")], true);
         let mut api = RuntimeApi::new(&address).expect("host:port");
-        assert_eq!(api.next().expect("chunked").body, b"{\"a\":1}");
+        assert_eq!(api.next_event().expect("chunked").body, b"{\"a\":1}");
         // The stand-in closed the connection after its answer: the next request opens another.
-        assert_eq!(api.next().expect("reconnected").request_id, "d-4");
+        assert_eq!(api.next_event().expect("reconnected").request_id, "d-4");
         drop(api);
         assert_eq!(server.join().expect("server").len(), 2);
     }
@@ -543,9 +558,9 @@ mod tests {
             false,
         );
         let mut api = RuntimeApi::new(&address).expect("address");
-        assert!(matches!(api.next(), Err(ApiError::RequestId)));
+        assert!(matches!(api.next_event(), Err(ApiError::RequestId)));
         assert!(matches!(
-            api.next(),
+            api.next_event(),
             Err(ApiError::Status { status: 500, .. })
         ));
     }

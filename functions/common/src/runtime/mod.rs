@@ -21,12 +21,28 @@ pub struct Failure {
 /// Serve events one at a time until the Runtime API fails: each event handed to `handle`
 /// (inside a span carrying its request ID, so every log line names the invocation) and its
 /// answer or failure sent back.
-pub fn serve<H>(api: &mut RuntimeApi, mut handle: H) -> Result<(), ApiError>
+///
+/// The wait for the next event is a blocking read on the runtime's blocking thread, while
+/// `runtime` runs its background tasks (the key and block refreshes: a handler that never
+/// waits would not let them run, and Lambda freezes the process only once it asks for the
+/// next event, as with the stock runtime); the answer is sent from the runtime's thread.
+pub fn serve<H>(
+    runtime: &tokio::runtime::Runtime,
+    mut api: RuntimeApi,
+    mut handle: H,
+) -> Result<(), ApiError>
 where
     H: FnMut(Invocation) -> Result<Vec<u8>, Failure>,
 {
     loop {
-        let invocation = api.next()?;
+        let (returned, next) = runtime
+            .block_on(runtime.spawn_blocking(move || {
+                let next = api.next_event();
+                (api, next)
+            }))
+            .map_err(|_| ApiError::Framing("the wait for the next event ended in a panic"))?;
+        api = returned;
+        let invocation = next?;
         let request_id = invocation.request_id.clone();
         let span = tracing::info_span!("invoke", requestId = %request_id);
         match span.in_scope(|| handle(invocation)) {

@@ -22,10 +22,13 @@ pub fn install() -> Option<&'static Collector> {
         .ok()
 }
 
-/// Write what was recorded since the last flush (one line per set of dimensions); a failure
-/// to write is logged, never the caller's problem.
+/// Write what was recorded since the last flush (one line per set of dimensions) in one
+/// write (stdout is line-buffered: unbuffered, each line was a system call of its own); a
+/// failure to write is logged, never the caller's problem.
 pub fn flush(collector: &Collector) {
-    if let Err(e) = collector.flush(std::io::stdout().lock()) {
+    use std::io::Write;
+    let mut lines = std::io::BufWriter::with_capacity(8 * 1024, std::io::stdout().lock());
+    if let Err(e) = collector.flush(&mut lines).and_then(|()| lines.flush()) {
         tracing::warn!(error = %e, "the metrics could not be written");
     }
 }
