@@ -129,27 +129,27 @@ impl RuntimeApi {
     /// Report that an event could not be handled (`POST …/invocation/{id}/error`).
     pub fn fail(&mut self, request_id: &str, kind: &str, message: &str) -> Result<(), ApiError> {
         let path = format!("{}{VERSION}/invocation/{request_id}/error", self.prefix);
-        let body = error_body(kind, message);
-        self.accepted(
-            &path,
-            &[("Lambda-Runtime-Function-Error-Type", kind)],
-            &body,
-            "an error",
-            Some(REPORT_WAIT),
-        )
+        self.report(&path, kind, message, "an error")
     }
 
     /// Report that init failed (`POST …/init/error`); Lambda then logs it and retries init.
     pub fn init_failed(&mut self, kind: &str, message: &str) -> Result<(), ApiError> {
         let path = format!("{}{VERSION}/init/error", self.prefix);
+        self.report(&path, kind, message, "an init error")
+    }
+
+    /// Send an error report (the Runtime API's error document, its type also as a header),
+    /// waiting at most [`REPORT_WAIT`] for the acknowledgement.
+    fn report(
+        &mut self,
+        path: &str,
+        kind: &str,
+        message: &str,
+        what: &'static str,
+    ) -> Result<(), ApiError> {
         let body = error_body(kind, message);
-        self.accepted(
-            &path,
-            &[("Lambda-Runtime-Function-Error-Type", kind)],
-            &body,
-            "an init error",
-            Some(REPORT_WAIT),
-        )
+        let kind_header = [("Lambda-Runtime-Function-Error-Type", kind)];
+        self.accepted(path, &kind_header, &body, what, Some(REPORT_WAIT))
     }
 
     fn accepted(
@@ -319,7 +319,7 @@ impl Connection {
             let size = line.split(';').next().unwrap_or_default().trim();
             let size =
                 usize::from_str_radix(size, 16).map_err(|_| ApiError::Framing("chunk size"))?;
-            if body.len() + size > MAX_EVENT {
+            if body.len().saturating_add(size) > MAX_EVENT {
                 return Err(ApiError::Framing("body over the event limit"));
             }
             if size == 0 {
